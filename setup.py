@@ -1,0 +1,139 @@
+"""Build the hpclab kernels with the MPI compiler wrapper.
+
+The wrapper is ``$MPICC`` when set, else ``mpicc`` on PATH: the ``mpich``
+wheel's in a virtual environment, a system Open MPI or MPICH, or a cluster's
+module. Kernels that need OpenMP say so in KERNELS; the build checks that the
+compiler supports it before compiling them.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+HERE = Path(__file__).parent
+KERNELS_DIR = Path("src/hpclab/kernels")
+COMMON = KERNELS_DIR / "common"
+CFLAGS = ["-O3"]
+OPENMP_FLAG = "-fopenmp"
+
+# kernel slug -> needs OpenMP
+KERNELS = {"pingpong": False}
+OPENMP_EXTENSIONS = {f"hpclab.kernels.{slug}._{slug}" for slug, omp in KERNELS.items() if omp}
+
+
+class BuildError(SystemExit):
+    """A build problem the user can fix; printed without a traceback."""
+
+    def __init__(self, message):
+        super().__init__("\nhpclab build error: " + message + "\n")
+
+
+def find_mpicc():
+    mpicc = os.environ.get("MPICC") or shutil.which("mpicc")
+    if not mpicc:
+        raise BuildError(
+            "no MPI C compiler wrapper found (looked at $MPICC and for `mpicc` on PATH).\n"
+            "  Install one of:\n"
+            "    pip install mpich             # MPI from PyPI, inside this environment\n"
+            "    apt-get install libmpich-dev  # or libopenmpi-dev (Debian/Ubuntu)\n"
+            "    module load <your MPI>        # on a cluster\n"
+            "  or point MPICC at the wrapper: MPICC=/path/to/mpicc make setup")
+    path = shutil.which(mpicc)
+    if not path:
+        raise BuildError(f"MPICC={mpicc!r} is not an executable; point it at your mpicc.")
+    return path
+
+
+def try_compile(cmd, source, flags=()):
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "probe.c"
+        src.write_text(source)
+        proc = subprocess.run([*cmd, *flags, str(src), "-o", str(Path(tmp) / "probe")],
+                              capture_output=True, text=True)
+        return proc.returncode == 0, (proc.stdout + proc.stderr).strip()
+
+
+MPI_PROBE = "#include <mpi.h>\nint main(int c, char **v) { MPI_Init(&c, &v); MPI_Finalize(); return 0; }\n"
+OPENMP_PROBE = "#include <omp.h>\nint main(void) { return omp_get_max_threads() > 0 ? 0 : 1; }\n"
+
+
+def check_toolchain(mpicc, need_openmp):
+    cmd = [mpicc]
+    ok, log = try_compile(cmd, MPI_PROBE)
+    if not ok:
+        raise BuildError(
+            f"{mpicc} cannot compile an MPI program:\n{log}\n"
+            "  The wrapper needs a working C compiler underneath: install gcc\n"
+            "  (apt-get install gcc, or build-essential) or clang, then run `make setup` again.")
+    if need_openmp:
+        ok, log = try_compile(cmd, OPENMP_PROBE, [OPENMP_FLAG])
+        if not ok:
+            raise BuildError(
+                f"{mpicc} does not support OpenMP ({OPENMP_FLAG}):\n{log}\n"
+                "  With gcc, install libgomp (part of gcc on most systems);\n"
+                "  with clang, install libomp (apt-get install libomp-dev, brew install libomp).")
+
+
+def show_flags(mpicc):
+    for flag in ("-show", "--showme"):
+        proc = subprocess.run([mpicc, flag], capture_output=True, text=True)
+        if proc.returncode == 0 and proc.stdout.strip():
+            return proc.stdout.strip()
+    return ""
+
+
+class MPIBuildExt(build_ext):
+    """build_ext that compiles and links every kernel with the MPI wrapper."""
+
+    def build_extensions(self):
+        mpicc = find_mpicc()
+        need_openmp = any(ext.name in OPENMP_EXTENSIONS for ext in self.extensions)
+        check_toolchain(mpicc, need_openmp)
+        cc = self.compiler
+        for attr in ("compiler", "compiler_so", "compiler_cxx", "linker_so"):
+            old = getattr(cc, attr, None)
+            if old:
+                cc.set_executable(attr, [mpicc] + old[1:])
+        for ext in self.extensions:
+            if ext.name in OPENMP_EXTENSIONS:
+                ext.extra_compile_args.append(OPENMP_FLAG)
+                ext.extra_link_args.append(OPENMP_FLAG)
+        super().build_extensions()
+        self.write_build_info(mpicc)
+
+    def write_build_info(self, mpicc):
+        info = {"mpicc": mpicc, "mpicc_show": show_flags(mpicc), "cflags": CFLAGS,
+                "openmp_flag": OPENMP_FLAG, "python": sys.version.split()[0]}
+        # the source tree (editable installs import from it) and the build tree
+        for root in {HERE / "src", Path(self.build_lib)}:
+            target = root / "hpclab" / "kernels"
+            if target.is_dir():
+                (target / "build_info.json").write_text(json.dumps(info, indent=2) + "\n")
+
+
+def extensions():
+    import mpi4py
+    from Cython.Build import cythonize
+
+    include = [str(COMMON), mpi4py.get_include()]
+    exts = [Extension("hpclab.kernels.common._common",
+                      [str(COMMON / "_common.pyx"), str(COMMON / "hpclab_common.c")],
+                      include_dirs=include, extra_compile_args=list(CFLAGS))]
+    for slug, openmp in KERNELS.items():
+        kdir = KERNELS_DIR / slug
+        ext = Extension(f"hpclab.kernels.{slug}._{slug}",
+                        [str(kdir / f"_{slug}.pyx"), str(kdir / f"{slug}.c"),
+                         str(COMMON / "hpclab_common.c")],
+                        include_dirs=[str(kdir), *include], extra_compile_args=list(CFLAGS))
+        exts.append(ext)
+    return cythonize(exts, include_path=[str(COMMON), mpi4py.get_include()],
+                     compiler_directives={"language_level": 3}, quiet=True)
+
+
+setup(ext_modules=extensions(), cmdclass={"build_ext": MPIBuildExt})

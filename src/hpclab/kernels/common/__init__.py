@@ -1,0 +1,1 @@
+"""Pieces every kernel shares: buffers, build information."""

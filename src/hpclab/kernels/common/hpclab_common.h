@@ -1,0 +1,36 @@
+/*
+ * NAME
+ *   hpclab_common.h - what every hpclab kernel shares: buffer allocation,
+ *   fail-together error reporting, and what the kernels were built with.
+ *
+ * NOTES
+ *   Every implementation of a kernel (C, Cython, mpi4py) gets its buffers from
+ *   hpclab_alloc, so that a comparison between them never turns into a
+ *   comparison between allocators (numpy asks for transparent huge pages for
+ *   arrays of 4 MiB and more, plain malloc does not).
+ */
+#ifndef HPCLAB_COMMON_H
+#define HPCLAB_COMMON_H
+
+#include <stddef.h>
+#include <mpi.h>
+
+#define HPCLAB_ERRLEN 512
+
+/* Page-aligned, zero-filled (so every page is touched once) allocation.
+ * hugepages != 0 asks the kernel for transparent huge pages (MADV_HUGEPAGE);
+ * 0 leaves the system's policy alone, as IMB and the OSU benchmarks do. */
+void *hpclab_alloc(size_t nbytes, int hugepages);
+void hpclab_free(void *ptr);
+
+/* Agree on failure: every rank passes its local error flag and message; the
+ * return value is the number of ranks that failed, and errmsg then holds the
+ * message of the lowest failing rank on every rank. Collective on comm. */
+int hpclab_fail_together(MPI_Comm comm, int failed, char *errmsg, size_t errlen);
+
+/* The MPI library family and version of the headers this file was compiled
+ * against ("MPICH 5.0.2", "Open MPI 5.0.3", ...), and the C compiler. */
+const char *hpclab_mpi_build_library(void);
+const char *hpclab_compiler(void);
+
+#endif

@@ -1,0 +1,10 @@
+# Declarations of hpclab_common.h for the kernels' Cython modules.
+from mpi4py.libmpi cimport MPI_Comm
+
+cdef extern from "hpclab_common.h" nogil:
+    enum: HPCLAB_ERRLEN
+    void *hpclab_alloc(size_t nbytes, int hugepages)
+    void hpclab_free(void *ptr)
+    int hpclab_fail_together(MPI_Comm comm, int failed, char *errmsg, size_t errlen)
+    const char *hpclab_mpi_build_library()
+    const char *hpclab_compiler()

@@ -1,0 +1,137 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""PingPong in Cython: a thin wrapper of pingpong.c and a native implementation.
+
+Both take an mpi4py communicator, hand its MPI handle to compiled code and
+release the GIL for the whole measurement. Use hpclab.kernels.pingpong, which
+checks arguments, rather than this module.
+"""
+import numpy as np
+
+from libc.string cimport memset, strncpy
+from mpi4py cimport MPI
+from mpi4py.libmpi cimport (MPI_Comm, MPI_Comm_rank, MPI_Comm_size, MPI_Send, MPI_Recv,
+                            MPI_Barrier, MPI_Allreduce, MPI_Wtime, MPI_BYTE, MPI_DOUBLE,
+                            MPI_MAX, MPI_STATUS_IGNORE)
+from hpclab_common cimport HPCLAB_ERRLEN, hpclab_alloc, hpclab_free, hpclab_fail_together
+
+cdef extern from "pingpong.h" nogil:
+    int hpclab_pingpong(MPI_Comm comm, size_t nbytes, int warmup, int iterations,
+                        int repetitions, int hugepages, double *times,
+                        char *errmsg, size_t errlen)
+    unsigned char hpclab_pingpong_pattern(size_t i, int seed)
+
+cdef enum:
+    TAG = 17
+
+
+class PingPongError(RuntimeError):
+    """Raised on every rank when any rank's ping-pong went wrong."""
+
+
+def run_c(MPI.Comm comm not None, Py_ssize_t nbytes, int warmup, int iterations,
+          int repetitions, bint hugepages=False):
+    """Call ``hpclab_pingpong`` from pingpong.c; one-way seconds per repetition."""
+    cdef double[::1] times = np.zeros(repetitions, dtype=np.float64)
+    cdef char errmsg[HPCLAB_ERRLEN]
+    cdef int status
+    errmsg[0] = 0
+    with nogil:
+        status = hpclab_pingpong(comm.ob_mpi, <size_t>nbytes, warmup, iterations, repetitions,
+                                 hugepages, &times[0], errmsg, HPCLAB_ERRLEN)
+    if status:
+        raise PingPongError(errmsg.decode(errors="replace"))
+    return np.asarray(times)
+
+
+cdef void _set_message(char *dst, str text):
+    cdef bytes raw = text.encode()
+    strncpy(dst, raw, HPCLAB_ERRLEN - 1)
+    dst[HPCLAB_ERRLEN - 1] = 0
+
+
+cdef inline void _round_trips(MPI_Comm comm, int rank, unsigned char *sbuf,
+                              unsigned char *rbuf, int count, int n) noexcept nogil:
+    cdef int i
+    if rank == 0:
+        for i in range(n):
+            MPI_Send(sbuf, count, MPI_BYTE, 1, TAG, comm)
+            MPI_Recv(rbuf, count, MPI_BYTE, 1, TAG, comm, MPI_STATUS_IGNORE)
+    elif rank == 1:
+        for i in range(n):
+            MPI_Recv(rbuf, count, MPI_BYTE, 0, TAG, comm, MPI_STATUS_IGNORE)
+            MPI_Send(rbuf, count, MPI_BYTE, 0, TAG, comm)
+
+
+cdef inline Py_ssize_t _first_wrong(const unsigned char *buf, Py_ssize_t n,
+                                    int seed) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        if buf[i] != hpclab_pingpong_pattern(i, seed):
+            return i
+    return n
+
+
+def run_cython(MPI.Comm comm not None, Py_ssize_t nbytes, int warmup, int iterations,
+               int repetitions, bint hugepages=False):
+    """The same measurement written in Cython against mpi4py's libmpi cimports."""
+    cdef MPI_Comm c = comm.ob_mpi
+    cdef int rank = comm.Get_rank()
+    cdef int count = <int>nbytes
+    cdef int r, seed, failed = 0
+    cdef Py_ssize_t i, bad
+    cdef double t0, elapsed, slowest
+    cdef double[::1] times = np.zeros(repetitions, dtype=np.float64)
+    cdef unsigned char *sbuf = NULL
+    cdef unsigned char *rbuf = NULL
+    cdef char errmsg[HPCLAB_ERRLEN]
+    errmsg[0] = 0
+
+    if rank < 2:
+        sbuf = <unsigned char *>hpclab_alloc(nbytes, hugepages)
+        rbuf = <unsigned char *>hpclab_alloc(nbytes, hugepages)
+        if sbuf == NULL or rbuf == NULL:
+            failed = 1
+            _set_message(errmsg, f"cannot allocate two buffers of {nbytes} bytes")
+    try:
+        with nogil:
+            if hpclab_fail_together(c, failed, errmsg, HPCLAB_ERRLEN):
+                failed = 1
+            if not failed:
+                if rank == 0:
+                    for i in range(nbytes):
+                        sbuf[i] = hpclab_pingpong_pattern(i, 0)
+                _round_trips(c, rank, sbuf, rbuf, count, warmup)
+            r = 0
+            while r < repetitions and not failed:
+                seed = r + 1
+                elapsed = 0.0
+                if rank == 0:
+                    for i in range(nbytes):
+                        sbuf[i] = hpclab_pingpong_pattern(i, seed)
+                if rank < 2:
+                    memset(rbuf, 0, nbytes)
+                MPI_Barrier(c)
+                t0 = MPI_Wtime()
+                _round_trips(c, rank, sbuf, rbuf, count, iterations)
+                if rank < 2:
+                    elapsed = (MPI_Wtime() - t0) / (2.0 * iterations)
+                MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, c)
+                times[r] = slowest
+                if rank < 2:
+                    bad = _first_wrong(rbuf, nbytes, seed)
+                    if bad < nbytes:
+                        failed = 1
+                        with gil:
+                            _set_message(errmsg,
+                                         f"repetition {r} of a {nbytes}-byte message: byte {bad} "
+                                         f"is {rbuf[bad]}, expected "
+                                         f"{hpclab_pingpong_pattern(bad, seed)}")
+                if hpclab_fail_together(c, failed, errmsg, HPCLAB_ERRLEN):
+                    failed = 1
+                r += 1
+    finally:
+        hpclab_free(sbuf)
+        hpclab_free(rbuf)
+    if failed:
+        raise PingPongError(errmsg.decode(errors="replace"))
+    return np.asarray(times)

@@ -1,0 +1,117 @@
+"""PingPong with mpi4py: the buffer API and the pickle API.
+
+Same measurement and checks as pingpong.c, written in Python so that the
+chapter can show what the interpreter and pickling cost per message. Buffers
+come from hpclab_alloc, like the C and Cython implementations'.
+"""
+import numpy as np
+from mpi4py import MPI
+
+from hpclab.kernels.common._common import Buffer
+
+from ._pingpong import PingPongError
+
+TAG = 17
+
+
+def _pattern(nbytes, seed):
+    from . import pattern
+
+    return pattern(nbytes, seed)
+
+
+def _agree(comm, message):
+    """Fail together: every rank raises when any rank has a message."""
+    messages = comm.allgather(message)
+    for rank, text in enumerate(messages):
+        if text:
+            raise PingPongError(f"rank {rank}: {text}")
+
+
+def _check_received(got, expected, rep, nbytes):
+    if np.array_equal(got, expected):
+        return None
+    bad = int(np.flatnonzero(got != expected)[0])
+    return (f"repetition {rep} of a {nbytes}-byte message: byte {bad} is {got[bad]}, "
+            f"expected {expected[bad]}")
+
+
+def run_python(comm, nbytes, warmup, iterations, repetitions, hugepages):
+    rank = comm.Get_rank()
+    sbuf = Buffer(nbytes, hugepages)
+    rbuf = Buffer(nbytes, hugepages)
+    send, recv = np.frombuffer(sbuf, np.uint8), np.frombuffer(rbuf, np.uint8)
+    smsg, rmsg = [sbuf, nbytes, MPI.BYTE], [rbuf, nbytes, MPI.BYTE]
+
+    def round_trips(n):
+        if rank == 0:
+            for _ in range(n):
+                comm.Send(smsg, 1, TAG)
+                comm.Recv(rmsg, 1, TAG)
+        elif rank == 1:
+            for _ in range(n):
+                comm.Recv(rmsg, 0, TAG)
+                comm.Send(rmsg, 0, TAG)
+
+    if rank == 0:
+        send[:] = _pattern(nbytes, 0)
+    round_trips(warmup)
+    times = np.zeros(repetitions)
+    for r in range(repetitions):
+        seed = r + 1
+        expected = _pattern(nbytes, seed)
+        if rank == 0:
+            send[:] = expected
+        recv[:] = 0
+        comm.Barrier()
+        t0 = MPI.Wtime()
+        round_trips(iterations)
+        elapsed = (MPI.Wtime() - t0) / (2.0 * iterations) if rank < 2 else 0.0
+        times[r] = comm.allreduce(elapsed, op=MPI.MAX)
+        _agree(comm, _check_received(recv, expected, r, nbytes) if rank < 2 else None)
+    return times
+
+
+def run_pickle(comm, nbytes, warmup, iterations, repetitions, hugepages):
+    rank = comm.Get_rank()
+    # The payload is pickled on every send and a new bytes object is made on
+    # every receive: that is the cost this implementation shows.
+    payload = Buffer(nbytes, hugepages)
+    view = np.frombuffer(payload, np.uint8)
+    received = b""
+
+    def round_trips(n, message):
+        got = message
+        if rank == 0:
+            for _ in range(n):
+                comm.send(message, 1, TAG)
+                got = comm.recv(None, 1, TAG)
+        elif rank == 1:
+            for _ in range(n):
+                got = comm.recv(None, 0, TAG)
+                comm.send(got, 0, TAG)
+        return got
+
+    view[:] = _pattern(nbytes, 0)
+    round_trips(warmup, bytes(payload))
+    times = np.zeros(repetitions)
+    for r in range(repetitions):
+        seed = r + 1
+        expected = _pattern(nbytes, seed)
+        view[:] = expected
+        message = bytes(payload) if rank == 0 else None
+        comm.Barrier()
+        t0 = MPI.Wtime()
+        received = round_trips(iterations, message)
+        elapsed = (MPI.Wtime() - t0) / (2.0 * iterations) if rank < 2 else 0.0
+        times[r] = comm.allreduce(elapsed, op=MPI.MAX)
+        problem = None
+        if rank < 2:
+            if not isinstance(received, bytes) or len(received) != nbytes:
+                problem = (f"repetition {r}: received {type(received).__name__} of "
+                           f"{len(received) if hasattr(received, '__len__') else '?'} bytes, "
+                           f"expected {nbytes} bytes")
+            else:
+                problem = _check_received(np.frombuffer(received, np.uint8), expected, r, nbytes)
+        _agree(comm, problem)
+    return times
