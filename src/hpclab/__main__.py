@@ -1,0 +1,5 @@
+import sys
+
+from hpclab.cli import main
+
+sys.exit(main())

@@ -1,0 +1,160 @@
+"""PingPong experiment: one-way time against message size, per implementation.
+
+Sizes and iteration counts come from :mod:`hpclab.profiles`; for each size
+every implementation is measured in turn (interleaved, so a drift of the
+machine does not favour one implementation). Records: one row per repetition,
+metric ``one_way_time`` in seconds, with the columns ``nbytes, warmup,
+iterations, hugepages``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from hpclab import models, profiles, records
+from hpclab.experiments import sweep
+
+NAME = "pingpong"
+MIN_PROCS = 2
+NPROCS = 2
+IMPLS = ("c", "cython", "python", "pickle")
+METRIC, UNIT = "one_way_time", "s"
+
+
+def tasks(profile=None, impls=IMPLS, hugepages=False):
+    """The measurements a profile asks for, in the order they run."""
+    from hpclab.kernels.pingpong import default_iterations
+
+    settings = profiles.get(NAME, profile)
+    unknown = set(impls) - set(IMPLS)
+    if unknown or not impls:
+        raise ValueError(f"unknown pingpong implementation(s) {sorted(unknown)}: choose from "
+                         f"{', '.join(IMPLS)}")
+    out = []
+    for nbytes in settings["sizes"]:
+        warmup, iterations = default_iterations(nbytes)
+        scale = settings["scale"]
+        for impl in impls:
+            out.append({"impl": impl, "nbytes": nbytes,
+                        "warmup": max(1, warmup // scale), "iterations": max(1, iterations // scale),
+                        "repetitions": settings["repetitions"], "hugepages": bool(hugepages)})
+    return out
+
+
+def measure(impl, nbytes, warmup, iterations, repetitions, hugepages=False, comm=None):
+    """Run one implementation at one size on every rank; the records, on rank 0 only."""
+    from mpi4py import MPI
+
+    from hpclab.kernels import pingpong
+
+    comm = comm or MPI.COMM_WORLD
+    times = pingpong.RUNNERS[impl](comm, nbytes, warmup=warmup, iterations=iterations,
+                                   repetitions=repetitions, hugepages=hugepages)
+    if comm.Get_rank() != 0:
+        return []
+    params = {"nbytes": nbytes, "warmup": warmup, "iterations": iterations,
+              "hugepages": bool(hugepages)}
+    return records.rows(NAME, NAME, impl, comm.Get_size(), 1, params, times, METRIC, UNIT)
+
+
+def _meta(profile, impls, nprocs, hugepages, mpi_args, launcher):
+    return records.metadata(NAME, profiles.name(profile), {
+        "implementations": list(impls), "nprocs": nprocs, "hugepages": bool(hugepages),
+        "mpi_args": list(mpi_args), "launcher": launcher,
+        "settings": profiles.get(NAME, profile)})
+
+
+def run(profile=None, impls=IMPLS, n=NPROCS, hugepages=False, mpi_args=(), progress=True,
+        engines=None, timeout=None):
+    """Measure on n MPI engines (started and stopped here unless ``engines`` is given).
+
+    Returns the records as a DataFrame; ``df.attrs["meta"]`` holds the metadata
+    that :func:`hpclab.records.save` writes beside them.
+    """
+    from hpclab import launch
+
+    if n < MIN_PROCS:
+        raise ValueError(f"pingpong needs at least {MIN_PROCS} MPI ranks, got n={n}")
+    todo = tasks(profile, impls, hugepages)
+    timeout = timeout or profiles.get(NAME, profile)["timeout"]
+    owned = engines is None
+    engines = engines or launch.cluster(n=n, timeout=timeout, mpi_args=mpi_args,
+                                        what="pingpong").start()
+    try:
+        def call(**task):
+            what = f"pingpong {task['impl']} {task['nbytes']} B"
+            return engines.run(measure, timeout=timeout, what=what, **task)[0]
+
+        df = sweep(NAME, todo, call, progress)
+    finally:
+        if owned:
+            engines.stop()
+    df.attrs["meta"] = _meta(profile, impls, engines.n, hugepages, mpi_args, "ipyparallel")
+    return df
+
+
+def run_mpi(comm=None, profile=None, impls=IMPLS, hugepages=False, progress=True):
+    """The same sweep in this MPI job (under mpiexec); records on rank 0, None elsewhere."""
+    from mpi4py import MPI
+
+    comm = comm or MPI.COMM_WORLD
+    if comm.Get_size() < MIN_PROCS:
+        raise ValueError(f"pingpong needs at least {MIN_PROCS} MPI ranks, this job has "
+                         f"{comm.Get_size()}: run `mpiexec -n 2 python -m hpclab run pingpong`")
+    todo = tasks(profile, impls, hugepages)
+    rank0 = comm.Get_rank() == 0
+
+    def call(**task):
+        return measure(comm=comm, **task)
+
+    if rank0:
+        df = sweep(NAME, todo, call, progress)
+        df.attrs["meta"] = _meta(profile, impls, comm.Get_size(), hugepages, (), "mpiexec")
+        return df
+    for task in todo:
+        call(**task)
+    return None
+
+
+# ----------------------------------------------------------------------------- analysis
+
+def summary(df):
+    """Median, best and worst one-way time and the bandwidth per implementation and size."""
+    g = df[df["metric"] == METRIC].groupby(["impl", "nbytes"])["value"]
+    out = g.agg(median="median", best="min", worst="max", reps="count").reset_index()
+    out["bandwidth_MBps"] = np.where(out["nbytes"] > 0, out["nbytes"] / out["median"] / 1e6, np.nan)
+    order = {impl: i for i, impl in enumerate(IMPLS)}
+    return out.sort_values(["impl", "nbytes"], key=lambda s: s.map(order) if s.name == "impl"
+                           else s).reset_index(drop=True)
+
+
+def fit(df, impl="c"):
+    """Hockney and two-segment Hockney fitted to one implementation's median times.
+
+    Returns a dict with ``hockney`` (a :class:`hpclab.models.Fit`) and
+    ``two_segment`` (a :class:`hpclab.models.TwoSegmentFit`, or None when there
+    are too few sizes); both weigh relative errors.
+    """
+    s = summary(df)
+    s = s[s["impl"] == impl]
+    if s.empty:
+        raise ValueError(f"no records of implementation {impl!r}")
+    x, y = s["nbytes"].to_numpy(float), s["median"].to_numpy(float)
+    out = {"hockney": models.fit(models.HOCKNEY, x, y, sigma="relative"), "two_segment": None}
+    try:
+        out["two_segment"] = models.fit_two_segment(x, y)
+    except models.FitError:
+        pass
+    return out
+
+
+def small_message_latency(df, max_bytes=8):
+    """Median one-way time of messages of at most max_bytes, per implementation (seconds)."""
+    s = df[(df["metric"] == METRIC) & (df["nbytes"] <= max_bytes)]
+    return s.groupby("impl")["value"].median().reindex([i for i in IMPLS if i in set(s["impl"])])
+
+
+def python_overhead(df):
+    """Per-message cost of each implementation over C, in seconds, at small sizes."""
+    lat = small_message_latency(df)
+    return (lat - lat.get("c", np.nan)).rename("overhead_s")

@@ -1,0 +1,417 @@
+"""Start MPI work with a timeout, and always clean up after it.
+
+Two ways to run MPI code:
+
+* :func:`cluster` - ipyparallel MPI engines for notebooks and experiments::
+
+      with hpclab.launch.cluster(n=2, timeout=60) as engines:
+          times = engines.run(pingpong.measure, "c", 1024, what="pingpong c 1 KiB")
+
+  ``engines.run`` calls a function on every engine (one engine per MPI rank)
+  and returns the results in rank order. A call that does not finish within
+  its timeout (a deadlock, usually) raises :class:`TimeoutError` naming what
+  was running; the stuck engines are stopped and fresh ones started, so the
+  context stays usable. The engines, the controller and their mpiexec are
+  stopped when the block ends, by an exception or by KeyboardInterrupt too.
+
+* :func:`mpirun` - a plain ``mpiexec -n N ...`` with a timeout, for scripts
+  and tests; on timeout the whole process group is killed.
+
+More ranks than cores make timings meaningless (MPICH ranks busy-poll):
+both warn with :class:`OversubscriptionWarning`, and allow it for correctness.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+DEFAULT_TIMEOUT = 120.0
+START_TIMEOUT = 90.0
+
+
+class OversubscriptionWarning(UserWarning):
+    """More MPI ranks than cores: fine for correctness, meaningless for timings."""
+
+
+class MPILaunchError(RuntimeError):
+    """mpiexec or the engines could not be started, or an MPI program failed."""
+
+
+def usable_cores():
+    """Cores this process may run on (its affinity mask), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def check_ranks(n, what="this run"):
+    """Validate a rank count; warn when it oversubscribes the cores."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"the number of MPI ranks must be a positive integer, got {n!r}")
+    cores = usable_cores()
+    if n > cores:
+        warnings.warn(
+            f"{what}: {n} MPI ranks on {cores} cores oversubscribes this machine; "
+            "results are correct but timings are meaningless",
+            OversubscriptionWarning, stacklevel=3)
+    return n
+
+
+def find_mpiexec():
+    """The mpiexec that belongs to this environment's MPI.
+
+    ``$MPIEXEC`` when set, else the one beside this Python (the ``mpich`` wheel
+    puts it there), else the first on PATH.
+    """
+    candidates = [os.environ.get("MPIEXEC"), str(Path(sys.executable).with_name("mpiexec")),
+                  shutil.which("mpiexec")]
+    for cand in candidates:
+        if cand and shutil.which(cand):
+            return shutil.which(cand)
+    raise MPILaunchError(
+        "no mpiexec found: install MPI into this environment (`pip install mpich`, or "
+        "`make setup`), load your cluster's MPI module, or set MPIEXEC=/path/to/mpiexec")
+
+
+def mpi_family():
+    """'openmpi', 'mpich' or 'other', from the library mpi4py loads."""
+    from mpi4py import MPI
+
+    text = MPI.Get_library_version().lower()
+    if "open mpi" in text:
+        return "openmpi"
+    if "mpich" in text or "mvapich" in text or "intel" in text:
+        return "mpich"
+    return "other"
+
+
+def mpiexec_options(n):
+    """Extra mpiexec arguments and environment this MPI needs for n ranks here."""
+    args, env = [], {}
+    if mpi_family() == "openmpi":
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        if n > usable_cores():
+            args.append("--oversubscribe")
+    return args, env
+
+
+# --------------------------------------------------------------------------- mpirun
+
+
+def _kill_group(proc, grace=3.0):
+    """Stop a process started with start_new_session=True, and its group."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    # ranks that outlive mpiexec still carry its process group
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def mpirun(args, n, timeout=DEFAULT_TIMEOUT, what=None, mpi_args=(), env=None, check=True,
+           cwd=None):
+    """Run ``mpiexec -n n *args`` and return the CompletedProcess (text output).
+
+    Parameters
+    ----------
+    args : list of str
+        The program and its arguments, e.g. ``[sys.executable, "-m", "hpclab", "run", ...]``.
+    n : int
+        Number of MPI ranks.
+    timeout : float
+        Seconds before the run is stopped and :class:`TimeoutError` raised.
+    what : str, optional
+        What is running, for messages.
+    mpi_args : list of str
+        Extra mpiexec options (binding, mapping), placed before ``-n``.
+    env : dict, optional
+        Variables added to this process's environment.
+    check : bool
+        Raise :class:`MPILaunchError` when the program exits non-zero.
+    """
+    what = what or " ".join(map(str, args))
+    check_ranks(n, what)
+    extra_args, extra_env = mpiexec_options(n)
+    cmd = [find_mpiexec(), *extra_args, *map(str, mpi_args), "-n", str(n), *map(str, args)]
+    full_env = {**os.environ, **extra_env, **(env or {})}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=full_env, cwd=cwd, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        out, err = proc.communicate()
+        raise TimeoutError(
+            f"{what} did not finish within {timeout:g} s on {n} MPI ranks (a deadlock, or a "
+            f"run too long for its timeout); all of its processes were stopped.\n"
+            f"last output:\n{_tail(out)}{_tail(err)}") from None
+    except BaseException:
+        _kill_group(proc)
+        raise
+    result = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    if check and proc.returncode != 0:
+        raise MPILaunchError(
+            f"{what} failed on {n} MPI ranks (exit code {proc.returncode}):\n"
+            f"{_tail(err) or _tail(out)}")
+    return result
+
+
+def _tail(text, lines=20):
+    if not text:
+        return ""
+    return "\n".join(text.strip().splitlines()[-lines:]) + "\n"
+
+
+# --------------------------------------------------------------------------- engines
+
+
+def _profile_root():
+    root = os.environ.get("HPCLAB_IPP_DIR")
+    if root:
+        Path(root).mkdir(parents=True, exist_ok=True)
+    return root
+
+
+_REMOTE_TYPES = {"ValueError": ValueError, "TypeError": TypeError, "MemoryError": MemoryError,
+                 "ZeroDivisionError": ZeroDivisionError, "IndexError": IndexError,
+                 "KeyError": KeyError, "AssertionError": AssertionError,
+                 "NotImplementedError": NotImplementedError}
+
+
+def _remote_exception(exc, what):
+    """Turn an ipyparallel remote error into an exception of the original type."""
+    from hpclab.kernels import KernelError
+
+    errors = getattr(exc, "elist", None) or [(exc.ename, exc.evalue, exc.traceback,
+                                              getattr(exc, "engine_info", {}))]
+    ename, evalue, tb, info = errors[0]
+    rank = (info or {}).get("engine_id", "?")
+    message = f"{what} failed on rank {rank}: {ename}: {evalue}"
+    if ename == "KernelError":
+        return KernelError(message)
+    kind = _REMOTE_TYPES.get(ename)
+    if kind is not None:
+        return kind(message)
+    tb = re.sub(r"\x1b\[[0-9;]*m", "", tb or "")
+    return RuntimeError(message + ("\n" + tb if tb else ""))
+
+
+class Engines:
+    """A set of n ipyparallel engines under one mpiexec, with its controller.
+
+    Use :func:`cluster` in a ``with`` block; in a notebook, ``Engines(n).start()``
+    and ``.stop()`` in a later cell (the engines also stop when Python exits).
+    """
+
+    def __init__(self, n=2, timeout=DEFAULT_TIMEOUT, start_timeout=START_TIMEOUT, mpi_args=(),
+                 environment=None, what="MPI engines"):
+        self.n = check_ranks(n, what)
+        self.timeout = float(timeout)
+        self.start_timeout = float(start_timeout)
+        self.mpi_args = list(map(str, mpi_args))
+        self.environment = dict(environment or {})
+        self.what = what
+        self.cluster = None
+        self.client = None
+        self.view = None
+        self.profile_dir = None
+        self._pids = set()
+        self._stale = False
+
+    # -- life cycle
+    def start(self):
+        import ipyparallel as ipp
+
+        self.profile_dir = tempfile.mkdtemp(prefix="hpclab-ipp-", dir=_profile_root())
+        extra_args, extra_env = mpiexec_options(self.n)
+        cluster = ipp.Cluster(engines="mpi", n=self.n, profile_dir=self.profile_dir,
+                              log_level=40, environment={**extra_env, **self.environment})
+        cluster.config.MPIEngineSetLauncher.mpi_cmd = [find_mpiexec()]
+        cluster.config.MPIEngineSetLauncher.mpi_args = extra_args + self.mpi_args
+        self.cluster = cluster
+        try:
+            cluster.start_controller_sync()
+            self._remember_pids()
+            self._start_engines()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start_engines(self):
+        self.cluster.start_engines_sync(self.n)
+        self._remember_pids()
+        if self.client is None:
+            self.client = self.cluster.connect_client_sync()
+        try:
+            self.client.wait_for_engines(self.n, timeout=self.start_timeout, interactive=False,
+                                         block=True)
+        except TimeoutError:
+            raise MPILaunchError(
+                f"{self.what}: {self.n} MPI engines did not start within {self.start_timeout:g} s. "
+                f"mpiexec said:\n{self._engine_output()}") from None
+        self.view = self.client[:]
+        self.view.block = False
+
+    def _engine_output(self):
+        out = []
+        for launcher in (self.cluster.engines or {}).values():
+            with contextlib.suppress(Exception):
+                out.append(launcher.get_output())
+        return _tail("\n".join(out)) or "(nothing)"
+
+    def _remember_pids(self):
+        if self.cluster is None:
+            return
+        launchers = list((self.cluster.engines or {}).values())
+        if self.cluster.controller is not None:
+            launchers.append(self.cluster.controller)
+        for launcher in launchers:
+            pid = getattr(launcher, "pid", None)
+            if pid:
+                self._pids.add(pid)
+
+    def _kill_leftovers(self):
+        """Kill the process groups of mpiexec and the controller if anything survived."""
+        for pid in self._pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+        self._pids.clear()
+
+    def _kill_engines(self):
+        """Kill the engines' mpiexec and everything in its process group, at once."""
+        for launcher in list((self.cluster.engines or {}).values()):
+            pid = getattr(launcher, "pid", None)
+            if pid:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, signal.SIGKILL)
+                self._pids.discard(pid)
+        with contextlib.suppress(Exception):
+            self.cluster.stop_engines_sync()
+        self.view = None
+        self._stale = True
+
+    def restart(self):
+        """Replace the engines by fresh ones (after a deadlock, say)."""
+        if self.cluster is None:
+            raise MPILaunchError("the engines are stopped; start a new cluster")
+        if not self._stale:
+            self._kill_engines()
+        deadline = time.monotonic() + 30
+        while self.client.ids and time.monotonic() < deadline:
+            time.sleep(0.1)
+            with contextlib.suppress(Exception):
+                self.client.spin()
+        self._start_engines()
+        self._stale = False
+
+    def stop(self):
+        """Stop engines and controller and remove the profile folder; safe to call twice."""
+        if self.cluster is not None:
+            with contextlib.suppress(Exception):
+                if self.client is not None:
+                    self.client.close()
+            with contextlib.suppress(Exception):
+                self.cluster.stop_engines_sync()
+            with contextlib.suppress(Exception):
+                self.cluster.stop_controller_sync()
+            self._kill_leftovers()
+        self.cluster = self.client = self.view = None
+        if self.profile_dir:
+            shutil.rmtree(self.profile_dir, ignore_errors=True)
+            self.profile_dir = None
+
+    def __enter__(self):
+        return self if self.cluster is not None else self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def __del__(self):
+        with contextlib.suppress(Exception):
+            self.stop()
+
+    # -- work
+    @property
+    def pids(self):
+        """Process ids of mpiexec and the controller (their process groups hold the rest)."""
+        return set(self._pids)
+
+    def run(self, func, *args, timeout=None, what=None, **kwargs):
+        """Call ``func(*args, **kwargs)`` on every engine; results in rank order.
+
+        Raises
+        ------
+        TimeoutError
+            The call did not finish within ``timeout`` seconds; the engines were
+            killed, and fresh ones start with the next call.
+        hpclab.kernels.KernelError, ValueError, ...
+            Re-raised from the lowest-numbered failing engine, with its rank.
+        """
+        import ipyparallel as ipp
+
+        if self._stale and self.cluster is not None:
+            self.restart()
+        if self.view is None:
+            raise MPILaunchError("the engines are not running: use `with cluster(n) as engines:`"
+                                 " or call start() first")
+        timeout = self.timeout if timeout is None else float(timeout)
+        what = what or getattr(func, "__name__", "the call")
+        ar = self.view.apply_async(func, *args, **kwargs)
+        try:
+            results = ar.get(timeout=timeout)
+        except ipp.error.TimeoutError:
+            self._kill_engines()
+            raise TimeoutError(
+                f"{what} did not finish within {timeout:g} s on {self.n} MPI engines (a deadlock, "
+                "or a run too long for its timeout); the engines were stopped, and fresh ones "
+                "start with the next run"
+            ) from None
+        except ipp.error.CompositeError as exc:
+            raise _remote_exception(exc, what) from None
+        except ipp.error.RemoteError as exc:
+            raise _remote_exception(exc, what) from None
+        order = sorted(range(len(results)), key=lambda i: ar.engine_id[i])
+        return [results[i] for i in order]
+
+
+def cluster(n=2, timeout=DEFAULT_TIMEOUT, start_timeout=START_TIMEOUT, mpi_args=(),
+            environment=None, what="MPI engines"):
+    """Context manager: n MPI engines, stopped when the block ends however it ends.
+
+    Parameters
+    ----------
+    n : int
+        Number of engines (MPI ranks).
+    timeout : float
+        Default timeout in seconds of each :meth:`Engines.run` call.
+    start_timeout : float
+        Seconds to wait for the engines to register.
+    mpi_args : list of str
+        Extra mpiexec options, e.g. ``["-bind-to", "core"]``. Never ``-n``.
+    environment : dict
+        Extra environment variables for controller and engines.
+    """
+    if any(a in ("-n", "-np") for a in map(str, mpi_args)):
+        raise ValueError("give the number of ranks as n=..., not as -n in mpi_args")
+    return Engines(n, timeout=timeout, start_timeout=start_timeout, mpi_args=mpi_args,
+                   environment=environment, what=what)

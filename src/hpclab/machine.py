@@ -1,0 +1,179 @@
+"""What this machine is: attached to every record so that a number keeps its context.
+
+``describe()`` returns a JSON-ready dict: CPU model, logical and physical
+cores, sockets, NUMA nodes, caches, memory, the transparent-huge-page
+setting, the MPI library mpi4py loads and the one the kernels were compiled
+against, mpi4py/numpy/Python versions and the compiler. Everything is read
+from /proc and /sys where available (Linux) and left ``None`` elsewhere.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import re
+import socket
+from pathlib import Path
+
+SYS_CPU = Path("/sys/devices/system/cpu")
+SYS_NODE = Path("/sys/devices/system/node")
+
+
+def _read(path):
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def _parse_size(text):
+    """'32K' -> 32768, '4096K' -> 4194304, '1M' -> 1048576."""
+    if not text:
+        return None
+    m = re.fullmatch(r"(\d+)\s*([KMG]?)B?", text.strip(), re.IGNORECASE)
+    if not m:
+        return None
+    return int(m.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[m.group(2).upper()]
+
+
+def _cpu_list(text):
+    """'0-3,8' -> [0, 1, 2, 3, 8]."""
+    cpus = []
+    for part in (text or "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part:
+            lo, hi = part.split("-")
+            cpus.extend(range(int(lo), int(hi) + 1))
+        else:
+            cpus.append(int(part))
+    return cpus
+
+
+def cpu_model():
+    text = _read("/proc/cpuinfo") or ""
+    for key in ("model name", "Processor", "cpu model", "uarch"):
+        m = re.search(rf"^{key}\s*:\s*(.+)$", text, re.MULTILINE)
+        if m:
+            return m.group(1).strip()
+    return platform.processor() or None
+
+
+def topology():
+    """Logical CPUs, physical cores and sockets, from /sys (None where unknown)."""
+    cpus = sorted(int(p.name[3:]) for p in SYS_CPU.glob("cpu[0-9]*")) if SYS_CPU.exists() else []
+    cores, sockets = set(), set()
+    for cpu in cpus:
+        topo = SYS_CPU / f"cpu{cpu}" / "topology"
+        pkg, core = _read(topo / "physical_package_id"), _read(topo / "core_id")
+        if pkg is not None and core is not None:
+            sockets.add(pkg)
+            cores.add((pkg, core))
+    return {
+        "logical_cpus": len(cpus) or os.cpu_count(),
+        "physical_cores": len(cores) or None,
+        "sockets": len(sockets) or None,
+    }
+
+
+def numa_nodes():
+    """NUMA nodes with their CPUs, or a single node holding every CPU when /sys has none."""
+    nodes = {}
+    for node in sorted(SYS_NODE.glob("node[0-9]*")) if SYS_NODE.exists() else []:
+        nodes[int(node.name[4:])] = _cpu_list(_read(node / "cpulist"))
+    return nodes
+
+
+def caches():
+    """Caches seen by cpu0: level, type, size in bytes and how many CPUs share each."""
+    out = []
+    for index in sorted((SYS_CPU / "cpu0" / "cache").glob("index[0-9]*")):
+        shared = _cpu_list(_read(index / "shared_cpu_list"))
+        out.append({
+            "level": int(_read(index / "level") or 0),
+            "type": _read(index / "type"),
+            "size_bytes": _parse_size(_read(index / "size")),
+            "shared_by_cpus": len(shared) or None,
+        })
+    return out
+
+
+def total_cache_bytes():
+    """Sum of all distinct cache instances on the machine (for STREAM's array rule)."""
+    total = 0
+    ncpus = topology()["logical_cpus"] or 1
+    for cache in caches():
+        if cache["size_bytes"] and cache["type"] != "Instruction":
+            instances = max(1, ncpus // (cache["shared_by_cpus"] or 1))
+            total += cache["size_bytes"] * instances
+    return total
+
+
+def memory_bytes():
+    m = re.search(r"^MemTotal:\s+(\d+) kB", _read("/proc/meminfo") or "", re.MULTILINE)
+    return int(m.group(1)) * 1024 if m else None
+
+
+def transparent_hugepages():
+    """The kernel's THP policy: 'always', 'madvise' or 'never' (None when not Linux)."""
+    text = _read("/sys/kernel/mm/transparent_hugepage/enabled")
+    if not text:
+        return None
+    m = re.search(r"\[(\w+)\]", text)
+    return m.group(1) if m else text
+
+
+def mpi():
+    """The MPI library mpi4py loads, mpi4py's version, and what the kernels were built with."""
+    info = {"library": None, "library_version": None, "standard": None, "mpi4py": None,
+            "kernels_built_with": None, "compiler": None, "mpicc": None}
+    try:
+        import mpi4py
+        from mpi4py import MPI
+
+        text = MPI.Get_library_version().strip()
+        info.update(library=text.splitlines()[0].strip(), library_version=text,
+                    standard="{}.{}".format(*MPI.Get_version()), mpi4py=mpi4py.__version__)
+    except Exception as exc:  # no MPI at all is worth recording, not crashing on
+        info["library"] = f"unavailable: {exc}"
+    try:
+        from hpclab.kernels import build_info
+
+        built = build_info()
+        info.update(kernels_built_with=built.get("mpi_library"), compiler=built.get("compiler"),
+                    mpicc=built.get("mpicc"), mpicc_show=built.get("mpicc_show"),
+                    cflags=built.get("cflags"))
+    except Exception as exc:
+        info["kernels_built_with"] = f"unavailable: {exc}"
+    return info
+
+
+def describe():
+    """Everything above in one JSON-ready dict."""
+    import numpy
+
+    return {
+        "hostname": socket.gethostname(),
+        "os": f"{platform.system()} {platform.release()}",
+        "machine": platform.machine(),
+        "cpu_model": cpu_model(),
+        **topology(),
+        "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "numa_nodes": len(numa_nodes()) or 1,
+        "numa_cpus": {str(k): v for k, v in numa_nodes().items()},
+        "caches": caches(),
+        "memory_bytes": memory_bytes(),
+        "transparent_hugepages": transparent_hugepages(),
+        "mpi": mpi(),
+        "python": platform.python_version(),
+        "numpy": numpy.__version__,
+    }
+
+
+def summary(info=None):
+    """One line for figure captions: CPU, cores, MPI."""
+    info = info or describe()
+    mpi_lib = (info.get("mpi") or {}).get("library") or "unknown MPI"
+    return (f"{info.get('cpu_model') or 'unknown CPU'}, {info.get('physical_cores') or '?'} cores, "
+            f"{info.get('sockets') or '?'} socket(s), {info.get('numa_nodes')} NUMA node(s), "
+            f"{mpi_lib}")

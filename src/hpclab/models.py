@@ -1,0 +1,317 @@
+"""Performance models and least-squares fits with uncertainties.
+
+A :class:`Model` is a function of one variable with named parameters; :func:`fit`
+fits it with :func:`scipy.optimize.curve_fit` and returns a :class:`Fit`
+holding the estimates, their standard errors, 95% confidence intervals (Student
+t with n - p degrees of freedom), the residuals and R². Times spanning decades
+(a ping-pong from 0 B to 4 MiB) are best fitted with ``sigma="relative"``, which
+minimises relative rather than absolute errors.
+
+Models:
+
+========================  ===============================  ==================
+name                      formula                          x
+========================  ===============================  ==================
+``hockney``               T(n) = λ + n / B                 bytes n >= 0
+``effective_bandwidth``   B_eff(n) = n / (λ + n / B)       bytes n > 0
+``ring``                  T(P) = λ · P                     ranks P >= 1
+``amdahl``                S(N) = 1 / (s + (1 - s) / N)     workers N >= 1
+``gustafson``             S(N) = N - s (N - 1)             workers N >= 1
+========================  ===============================  ==================
+
+:func:`fit_two_segment` fits Hockney twice, below and above a breakpoint chosen
+from the data (an MPI library switches from the eager to the rendezvous
+protocol at some message size, and one line cannot follow both).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, stats
+
+
+class FitError(ValueError):
+    """The data cannot be fitted: too few points, bad values, or no convergence."""
+
+
+@dataclass(frozen=True)
+class Model:
+    """A one-variable performance model."""
+
+    name: str
+    formula: str
+    func: Callable
+    params: tuple
+    guess: Callable
+    bounds: tuple
+    x_min: float
+    x_min_inclusive: bool
+    x_name: str
+    y_name: str
+
+    def __call__(self, x, *params):
+        return self.func(np.asarray(x, dtype=float), *params)
+
+
+def _hockney(n, lam, bandwidth):
+    return lam + n / bandwidth
+
+
+def _hockney_guess(x, y):
+    slope, intercept = np.polyfit(x, y, 1)
+    slope = slope if slope > 0 else np.ptp(y) / max(np.ptp(x), 1.0) or 1e-12
+    return [max(intercept, np.min(y) * 0.5), 1.0 / slope]
+
+
+def _beff(n, lam, bandwidth):
+    return n / (lam + n / bandwidth)
+
+
+def _beff_guess(x, y):
+    bandwidth = float(np.max(y))
+    i = int(np.argmin(x))
+    lam = max(x[i] / y[i] - x[i] / bandwidth, 1e-12)
+    return [lam, bandwidth]
+
+
+def _ring(p, lam):
+    return lam * p
+
+
+def _amdahl(n, s):
+    return 1.0 / (s + (1.0 - s) / n)
+
+
+def _gustafson(n, s):
+    return n - s * (n - 1.0)
+
+
+HOCKNEY = Model("hockney", "T(n) = λ + n/B", _hockney, ("lambda", "B"), _hockney_guess,
+                ([-np.inf, 0.0], [np.inf, np.inf]), 0.0, True, "message size n", "time T")
+EFFECTIVE_BANDWIDTH = Model("effective_bandwidth", "B_eff(n) = n/(λ + n/B)", _beff,
+                            ("lambda", "B"), _beff_guess, ([0.0, 0.0], [np.inf, np.inf]),
+                            0.0, False, "message size n", "bandwidth B_eff")
+RING = Model("ring", "T(P) = λ·P", _ring, ("lambda",), lambda x, y: [np.mean(y / x)],
+             ([-np.inf], [np.inf]), 1.0, True, "ranks P", "time T")
+AMDAHL = Model("amdahl", "S(N) = 1/(s + (1-s)/N)", _amdahl, ("s",), lambda x, y: [0.1],
+               ([0.0], [1.0]), 1.0, True, "workers N", "speed-up S")
+GUSTAFSON = Model("gustafson", "S(N) = N - s(N-1)", _gustafson, ("s",), lambda x, y: [0.1],
+                  ([0.0], [1.0]), 1.0, True, "workers N", "scaled speed-up S")
+
+MODELS = {m.name: m for m in (HOCKNEY, EFFECTIVE_BANDWIDTH, RING, AMDAHL, GUSTAFSON)}
+
+
+def effective_bandwidth(n, lam, bandwidth):
+    """B_eff(n) = n / (λ + n/B): what a message of n bytes achieves under Hockney's model."""
+    return _beff(np.asarray(n, dtype=float), lam, bandwidth)
+
+
+@dataclass
+class Fit:
+    """Result of :func:`fit`."""
+
+    model: Model
+    x: np.ndarray
+    y: np.ndarray
+    params: dict
+    stderr: dict
+    ci95: dict
+    covariance: np.ndarray
+    residuals: np.ndarray
+    r2: float
+    dof: int
+    weights: str = "absolute"
+    extra: dict = field(default_factory=dict)
+
+    def __getitem__(self, name):
+        return self.params[name]
+
+    def predict(self, x):
+        return self.model(x, *self.params.values())
+
+    def table(self):
+        """Estimates, standard errors and 95% intervals as a DataFrame."""
+        return pd.DataFrame({
+            "parameter": list(self.params),
+            "estimate": list(self.params.values()),
+            "stderr": list(self.stderr.values()),
+            "ci95_low": [lo for lo, _ in self.ci95.values()],
+            "ci95_high": [hi for _, hi in self.ci95.values()],
+        })
+
+    def __repr__(self):
+        parts = ", ".join(f"{k}={v:.4g} ± {self.stderr[k]:.2g}" for k, v in self.params.items())
+        return f"Fit({self.model.name}: {parts}; R²={self.r2:.4f}, n={len(self.x)})"
+
+
+def _clean(model, x, y, sigma):
+    try:
+        x = np.asarray(x, dtype=float).ravel()
+        y = np.asarray(y, dtype=float).ravel()
+    except (TypeError, ValueError) as exc:
+        raise FitError(f"{model.name}: x and y must be numbers ({exc})") from None
+    if x.shape != y.shape:
+        raise FitError(f"{model.name}: x has {x.size} values but y has {y.size}")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise FitError(f"{model.name}: the data contain NaN or infinite values; drop them first")
+    k = len(model.params)
+    if x.size < k + 1:
+        raise FitError(f"{model.name}: {k} parameter(s) need at least {k + 1} points to estimate "
+                       f"an uncertainty, got {x.size}")
+    if np.unique(x).size < k:
+        raise FitError(f"{model.name}: the {model.x_name} values must take at least {k} distinct "
+                       "values to separate the parameters")
+    bad = x < model.x_min if model.x_min_inclusive else x <= model.x_min
+    if bad.any():
+        rel = ">=" if model.x_min_inclusive else ">"
+        raise FitError(f"{model.name}: {model.x_name} must be {rel} {model.x_min:g}, "
+                       f"got {x[bad][0]:g}")
+    if np.any(y <= 0):
+        raise FitError(f"{model.name}: {model.y_name} must be positive, got {y[y <= 0][0]:g}")
+    if isinstance(sigma, str):
+        if sigma != "relative":
+            raise FitError(f"sigma must be None, 'relative' or an array, got {sigma!r}")
+        sigma_arr, label = y.copy(), "relative"
+    elif sigma is None:
+        sigma_arr, label = None, "absolute"
+    else:
+        sigma_arr, label = np.asarray(sigma, dtype=float).ravel(), "given"
+        if sigma_arr.shape != y.shape or np.any(~np.isfinite(sigma_arr)) or np.any(sigma_arr <= 0):
+            raise FitError(f"{model.name}: sigma must be positive and one per point")
+    return x, y, sigma_arr, label
+
+
+def fit(model, x, y, sigma=None, p0=None):
+    """Least-squares fit of ``model`` to the points (x, y).
+
+    Parameters
+    ----------
+    model : Model or str
+        One of :data:`MODELS` (or its name).
+    x, y : array_like
+        The data; NaN, infinite, out-of-domain x and non-positive y are rejected.
+    sigma : None, "relative" or array_like
+        Uncertainty of each y: None weighs all points equally, "relative"
+        weighs by 1/y (minimises relative errors).
+    p0 : sequence, optional
+        Starting values; guessed from the data by default.
+
+    Returns
+    -------
+    Fit
+    """
+    model = MODELS[model] if isinstance(model, str) else model
+    x, y, sigma_arr, label = _clean(model, x, y, sigma)
+    start = list(p0) if p0 is not None else list(model.guess(x, y))
+    lo, hi = model.bounds
+    start = [float(np.clip(v, a + 1e-15 if np.isfinite(a) else a, b)) for v, a, b in
+             zip(start, lo, hi)]
+    # Fit in scaled units (parameters and y of order one): bandwidths of 1e10 B/s next to
+    # latencies of 1e-7 s otherwise ruin the numerical Jacobian and the covariance.
+    pscale = np.array([abs(v) if v != 0 and np.isfinite(v) else 1.0 for v in start])
+    yscale = float(np.median(np.abs(y))) or 1.0
+
+    def scaled(xx, *q):
+        return model.func(xx, *(np.asarray(q) * pscale)) / yscale
+
+    qlo = [a / sc for a, sc in zip(lo, pscale)]
+    qhi = [b / sc for b, sc in zip(hi, pscale)]
+    try:
+        with np.errstate(all="ignore"):
+            qopt, qcov = optimize.curve_fit(
+                scaled, x, y / yscale, p0=np.asarray(start) / pscale,
+                sigma=None if sigma_arr is None else sigma_arr / yscale, absolute_sigma=False,
+                bounds=(qlo, qhi), maxfev=20000)
+    except (RuntimeError, ValueError, optimize.OptimizeWarning) as exc:
+        raise FitError(f"{model.name}: the fit did not converge ({exc})") from None
+    popt = qopt * pscale
+    pcov = qcov * np.outer(pscale, pscale)
+    dof = x.size - len(popt)
+    stderr = np.sqrt(np.clip(np.diag(pcov), 0, np.inf))
+    t = stats.t.ppf(0.975, dof)
+    pred = model.func(x, *popt)
+    residuals = y - pred
+    ss_tot = np.sum((y - y.mean()) ** 2)
+    r2 = 1.0 - np.sum(residuals**2) / ss_tot if ss_tot > 0 else float("nan")
+    names = model.params
+    return Fit(model=model, x=x, y=y,
+               params={k: float(v) for k, v in zip(names, popt)},
+               stderr={k: float(s) for k, s in zip(names, stderr)},
+               ci95={k: (float(v - t * s), float(v + t * s)) for k, v, s in zip(names, popt, stderr)},
+               covariance=pcov, residuals=residuals, r2=float(r2), dof=int(dof), weights=label)
+
+
+@dataclass
+class TwoSegmentFit:
+    """Result of :func:`fit_two_segment`: Hockney below and above the breakpoint."""
+
+    left: Fit
+    right: Fit
+    breakpoint_low: float   # largest x of the left segment
+    breakpoint_high: float  # smallest x of the right segment
+    x: np.ndarray
+    y: np.ndarray
+    residuals: np.ndarray
+    r2: float
+    candidates: pd.DataFrame
+
+    def predict(self, x):
+        x = np.asarray(x, dtype=float)
+        return np.where(x <= self.breakpoint_low, self.left.predict(x), self.right.predict(x))
+
+    def table(self):
+        left, right = self.left.table(), self.right.table()
+        left.insert(0, "segment", f"n <= {self.breakpoint_low:g}")
+        right.insert(0, "segment", f"n >= {self.breakpoint_high:g}")
+        return pd.concat([left, right], ignore_index=True)
+
+    def __repr__(self):
+        return (f"TwoSegmentFit(break between {self.breakpoint_low:g} and "
+                f"{self.breakpoint_high:g}; left {self.left!r}; right {self.right!r})")
+
+
+def fit_two_segment(x, y, sigma="relative", min_points=3):
+    """Fit Hockney's model on each side of a breakpoint chosen to minimise the total error.
+
+    Every split between two consecutive distinct sizes that leaves at least
+    ``min_points`` sizes on each side is tried; the one with the smallest sum
+    of squared (weighted) residuals wins. ``candidates`` holds every split's
+    error, so the choice can be shown.
+    """
+    x, y, _, _ = _clean(HOCKNEY, x, y, None)
+    if min_points < 3:
+        raise FitError("each segment needs at least 3 points (2 parameters and an uncertainty)")
+    order = np.argsort(x, kind="stable")
+    x, y = x[order], y[order]
+    sizes = np.unique(x)
+    if sizes.size < 2 * min_points:
+        raise FitError(f"a two-segment fit needs at least {2 * min_points} distinct sizes "
+                       f"({min_points} per segment), got {sizes.size}")
+    sig = y if sigma == "relative" else (None if sigma is None else np.asarray(sigma)[order])
+    best, rows = None, []
+    for i in range(min_points - 1, sizes.size - min_points):
+        cut = sizes[i]
+        lmask, rmask = x <= cut, x > cut
+        try:
+            left = fit(HOCKNEY, x[lmask], y[lmask], sigma=None if sig is None else sig[lmask])
+            right = fit(HOCKNEY, x[rmask], y[rmask], sigma=None if sig is None else sig[rmask])
+        except FitError:
+            continue
+        w = np.ones_like(y) if sig is None else 1.0 / np.asarray(sig, dtype=float)
+        sse = float(np.sum((left.residuals * w[lmask]) ** 2) + np.sum((right.residuals * w[rmask]) ** 2))
+        rows.append({"breakpoint_low": cut, "breakpoint_high": sizes[i + 1], "sse": sse})
+        if best is None or sse < best[0]:
+            best = (sse, left, right, cut, sizes[i + 1])
+    if best is None:
+        raise FitError("no split gave two convergent fits")
+    _, left, right, lo, hi = best
+    pred = np.where(x <= lo, left.predict(x), right.predict(x))
+    residuals = y - pred
+    ss_tot = np.sum((y - y.mean()) ** 2)
+    return TwoSegmentFit(left=left, right=right, breakpoint_low=float(lo), breakpoint_high=float(hi),
+                         x=x, y=y, residuals=residuals,
+                         r2=float(1 - np.sum(residuals**2) / ss_tot) if ss_tot > 0 else float("nan"),
+                         candidates=pd.DataFrame(rows))
