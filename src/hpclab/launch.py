@@ -243,7 +243,8 @@ class Engines:
         self.profile_dir = tempfile.mkdtemp(prefix="hpclab-ipp-", dir=_profile_root())
         extra_args, extra_env = mpiexec_options(self.n)
         cluster = ipp.Cluster(engines="mpi", n=self.n, profile_dir=self.profile_dir,
-                              log_level=40, environment={**extra_env, **self.environment})
+                              log_level=40)
+        cluster.config.MPIEngineSetLauncher.environment = {**extra_env, **self.environment}
         cluster.config.MPIEngineSetLauncher.mpi_cmd = [find_mpiexec()]
         cluster.config.MPIEngineSetLauncher.mpi_args = extra_args + self.mpi_args
         self.cluster = cluster

@@ -19,9 +19,16 @@ cdef extern from "pingpong.h" nogil:
                         int repetitions, int hugepages, double *times,
                         char *errmsg, size_t errlen)
     unsigned char hpclab_pingpong_pattern(size_t i, int seed)
+    long hpclab_pingpong_fault_byte
 
 cdef enum:
     TAG = 17
+
+
+def _set_fault_byte(long index):
+    """Test hook: rank 1 flips byte `index` of what it received (-1: never)."""
+    global hpclab_pingpong_fault_byte
+    hpclab_pingpong_fault_byte = index
 
 
 class PingPongError(RuntimeError):
@@ -117,6 +124,9 @@ def run_cython(MPI.Comm comm not None, Py_ssize_t nbytes, int warmup, int iterat
                     elapsed = (MPI_Wtime() - t0) / (2.0 * iterations)
                 MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, c)
                 times[r] = slowest
+                if (rank == 1 and hpclab_pingpong_fault_byte >= 0
+                        and hpclab_pingpong_fault_byte < nbytes):
+                    rbuf[hpclab_pingpong_fault_byte] ^= 0xFF
                 if rank < 2:
                     bad = _first_wrong(rbuf, nbytes, seed)
                     if bad < nbytes:

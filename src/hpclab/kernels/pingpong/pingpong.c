@@ -30,6 +30,8 @@
 
 #define TAG 17
 
+long hpclab_pingpong_fault_byte = -1;
+
 unsigned char hpclab_pingpong_pattern(size_t i, int seed)
 {
     return (unsigned char)((i * 131u + (size_t)seed * 17u + 1u) & 0xffu);
@@ -116,6 +118,8 @@ int hpclab_pingpong(MPI_Comm comm, size_t nbytes, int warmup, int iterations,
         MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
         times[r] = slowest;
 
+        if (rank == 1 && hpclab_pingpong_fault_byte >= 0 && (size_t)hpclab_pingpong_fault_byte < nbytes)
+            rbuf[hpclab_pingpong_fault_byte] ^= 0xffu;
         if (rank < 2) {
             size_t bad = first_wrong(rbuf, nbytes, seed);
             if (bad < nbytes) {

@@ -23,6 +23,10 @@ int hpclab_pingpong(MPI_Comm comm, size_t nbytes, int warmup, int iterations,
                     int repetitions, int hugepages, double *times,
                     char *errmsg, size_t errlen);
 
+/* Test hook: when >= 0, rank 1 flips this byte of what it received after
+ * the timed loop, so tests can prove that a wrong answer is caught. */
+extern long hpclab_pingpong_fault_byte;
+
 /* The byte pattern repetition `seed` sends: every implementation uses it. */
 unsigned char hpclab_pingpong_pattern(size_t i, int seed);
 

@@ -1,0 +1,127 @@
+"""Every MPI launch has a timeout, errors clearly and leaves no process behind."""
+import os
+import sys
+import time
+
+import pytest
+
+from hpclab import launch
+
+DEADLOCK = ("from mpi4py import MPI; import numpy as np; c = MPI.COMM_WORLD; "
+            "b = np.zeros(1); c.Recv(b, source=(c.rank + 1) % c.size)")
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def wait_dead(pids, seconds=15):
+    deadline = time.monotonic() + seconds
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return [p for p in pids if alive(p)]
+
+
+def children_of_session(pgid):
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                if os.getpgid(int(d)) == pgid:
+                    out.append(int(d))
+            except OSError:
+                pass
+    return out
+
+
+def test_mpirun_runs_and_returns_output():
+    r = launch.mpirun([sys.executable, "-c", "from mpi4py import MPI; print(MPI.COMM_WORLD.size)"],
+                      n=2, timeout=60)
+    assert r.stdout.split() == ["2", "2"]
+
+
+def test_mpirun_deadlock_times_out_and_leaves_nothing():
+    t0 = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"deadlock demo did not finish within 4 s on 2 MPI"):
+        launch.mpirun([sys.executable, "-c", DEADLOCK], n=2, timeout=4, what="deadlock demo")
+    assert time.monotonic() - t0 < 4 + 15
+    from leftovers import tagged
+    assert not [p for p, cmd in tagged(os.environ["HPCLAB_RUN_TAG"]) if "Recv" in cmd]
+
+
+def test_mpirun_failure_shows_the_error():
+    with pytest.raises(launch.MPILaunchError, match="ZeroDivisionError"):
+        launch.mpirun([sys.executable, "-c", "1/0"], n=2, timeout=60, what="bad script")
+
+
+def test_oversubscription_warns():
+    with pytest.warns(launch.OversubscriptionWarning, match="timings are meaningless"):
+        launch.check_ranks(launch.usable_cores() + 1)
+
+
+@pytest.mark.parametrize("n", [0, -1, 1.5, "2", True])
+def test_bad_rank_counts_are_refused(n):
+    with pytest.raises(ValueError, match="positive integer"):
+        launch.check_ranks(n)
+
+
+def test_n_belongs_in_n_not_mpi_args():
+    with pytest.raises(ValueError, match="not as -n"):
+        launch.cluster(n=2, mpi_args=["-n", "4"])
+
+
+def _ranks():
+    import os
+
+    from mpi4py import MPI
+    return MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size(), os.getpid()
+
+
+def _deadlock():
+    import numpy as np
+    from mpi4py import MPI
+    c = MPI.COMM_WORLD
+    c.Recv(np.zeros(1), source=(c.rank + 1) % c.size)
+
+
+def _fail_on_rank_one():
+    from mpi4py import MPI
+    if MPI.COMM_WORLD.rank == 1:
+        raise ValueError("rank one is unhappy")
+    return 0
+
+
+def test_engines_deadlock_times_out_within_its_timeout_and_recovers():
+    with launch.cluster(n=2, timeout=60) as eng:
+        first = eng.run(_ranks)
+        assert [(r, s) for r, s, _ in first] == [(0, 2), (1, 2)]
+        engine_pids = [p for _, _, p in first]
+        t0 = time.monotonic()
+        with pytest.raises(TimeoutError, match="ring deadlock did not finish within 3 s on 2 MPI"):
+            eng.run(_deadlock, timeout=3, what="ring deadlock")
+        assert time.monotonic() - t0 < 3 + 5
+        assert not wait_dead(engine_pids), "deadlocked engines still running"
+        second = eng.run(_ranks)
+        assert [(r, s) for r, s, _ in second] == [(0, 2), (1, 2)]
+        pids = eng.pids
+    assert not wait_dead(list(pids) + [p for _, _, p in second])
+
+
+def test_engines_stop_on_keyboard_interrupt():
+    with pytest.raises(KeyboardInterrupt):
+        with launch.cluster(n=2, timeout=30) as eng:
+            ranks = eng.run(_ranks)
+            pids = list(eng.pids) + [p for _, _, p in ranks]
+            raise KeyboardInterrupt
+    assert not wait_dead(pids)
+    assert eng.profile_dir is None
+
+
+def test_remote_errors_keep_their_type_and_rank(engines):
+    with pytest.raises(ValueError, match="unhappy test failed on rank 1: ValueError: rank one"):
+        engines.run(_fail_on_rank_one, what="unhappy test")
+    assert len(engines.run(_ranks)) == 2

@@ -1,0 +1,21 @@
+import os
+
+from hpclab import machine
+
+
+def test_describe_reports_the_topology():
+    info = machine.describe()
+    assert info["logical_cpus"] == os.cpu_count()
+    assert info["physical_cores"] >= 1 and info["sockets"] >= 1 and info["numa_nodes"] >= 1
+    assert any(c["level"] == 1 for c in info["caches"])
+    assert all(c["size_bytes"] > 0 for c in info["caches"])
+    assert info["transparent_hugepages"] in ("always", "madvise", "never", None)
+    assert "MPI" in machine.summary(info) or "MPICH" in machine.summary(info)
+
+
+def test_size_and_cpu_list_parsing():
+    assert machine._parse_size("32K") == 32 * 1024
+    assert machine._parse_size("4M") == 4 << 20
+    assert machine._parse_size("weird") is None
+    assert machine._cpu_list("0-3,8") == [0, 1, 2, 3, 8]
+    assert machine.total_cache_bytes() > 0

@@ -1,0 +1,102 @@
+import numpy as np
+import pytest
+
+from hpclab import models
+
+SIZES = np.array([0] + [2**k for k in range(23)], dtype=float)
+
+
+def noisy(y, rel, seed):
+    return y * (1 + rel * np.random.default_rng(seed).standard_normal(np.shape(y)))
+
+
+CASES = [
+    (models.HOCKNEY, SIZES, {"lambda": 0.6e-6, "B": 9e9}),
+    (models.EFFECTIVE_BANDWIDTH, SIZES[1:], {"lambda": 1.5e-6, "B": 1.2e10}),
+    (models.RING, np.arange(1, 17, dtype=float), {"lambda": 2e-6}),
+    (models.AMDAHL, np.arange(1, 25, dtype=float), {"s": 0.08}),
+    (models.GUSTAFSON, np.arange(1, 25, dtype=float), {"s": 0.3}),
+]
+
+
+@pytest.mark.parametrize("model,x,truth", CASES, ids=[c[0].name for c in CASES])
+def test_fit_recovers_known_parameters_and_its_intervals_cover_them(model, x, truth):
+    """Over 100 noisy data sets, estimates are close and the 95% intervals hold the truth
+    about 95% of the time (a single draw may miss, by design of a 95% interval)."""
+    hits = []
+    for seed in range(100):
+        y = noisy(model(x, *truth.values()), 0.02, seed=seed)
+        fit = models.fit(model, x, y, sigma="relative")
+        for name, true in truth.items():
+            assert abs(fit[name] / true - 1) < 0.1
+            assert fit.stderr[name] > 0
+            hits.append(fit.ci95[name][0] <= true <= fit.ci95[name][1])
+        assert fit.r2 > 0.95
+        assert fit.dof == x.size - len(truth)
+        np.testing.assert_allclose(fit.residuals, y - fit.predict(x))
+    assert 0.88 < np.mean(hits) < 0.995, np.mean(hits)
+
+
+def test_hockney_intervals_cover_the_truth_about_95_percent_of_the_time():
+    truth = (0.6e-6, 9e9)
+    y0 = models.HOCKNEY(SIZES, *truth)
+    hits = []
+    for seed in range(200):
+        fit = models.fit(models.HOCKNEY, SIZES, noisy(y0, 0.03, seed), sigma="relative")
+        hits.append([fit.ci95["lambda"][0] <= truth[0] <= fit.ci95["lambda"][1],
+                     fit.ci95["B"][0] <= truth[1] <= fit.ci95["B"][1]])
+    coverage = np.mean(hits, axis=0)
+    assert np.all((coverage > 0.88) & (coverage < 0.995)), coverage
+
+
+def test_exact_data_gives_exact_parameters():
+    fit = models.fit("hockney", SIZES, models.HOCKNEY(SIZES, 1e-6, 5e9))
+    assert fit["lambda"] == pytest.approx(1e-6, rel=1e-6)
+    assert fit["B"] == pytest.approx(5e9, rel=1e-6)
+
+
+def test_two_segment_finds_the_protocol_switch():
+    y = np.where(SIZES <= 65536, 0.5e-6 + SIZES / 4e9, 8e-6 + SIZES / 1.1e10)
+    two = models.fit_two_segment(SIZES, noisy(y, 0.01, seed=3))
+    assert (two.breakpoint_low, two.breakpoint_high) == (65536, 131072)
+    assert two.left["lambda"] == pytest.approx(0.5e-6, rel=0.1)
+    assert two.right["B"] == pytest.approx(1.1e10, rel=0.05)
+    one = models.fit("hockney", SIZES, two.y, sigma="relative")
+    assert np.sum((two.residuals / two.y) ** 2) < np.sum((one.residuals / one.y) ** 2) / 10
+    assert set(two.table()["segment"]) == {"n <= 65536", "n >= 131072"}
+
+
+def test_effective_bandwidth_tends_to_B_and_starts_at_latency():
+    n = np.array([1.0, 1e12])
+    b = models.effective_bandwidth(n, 1e-6, 1e10)
+    assert b[0] == pytest.approx(1 / (1e-6 + 1e-10))
+    assert b[1] == pytest.approx(1e10, rel=1e-3)
+
+
+@pytest.mark.parametrize("x,y,match", [
+    ([1, 2], [1e-6, 2e-6], "at least 3 points"),
+    ([-1, 2, 3, 4], [1, 2, 3, 4], "must be >= 0"),
+    ([1, 2, np.nan, 4], [1, 2, 3, 4], "NaN"),
+    ([1, 2, 3, 4], [1, 2, np.inf, 4], "NaN or infinite"),
+    ([1, 2, 3], [1, 0, 3], "must be positive"),
+    ([5, 5, 5, 5], [1, 2, 3, 4], "distinct"),
+    ([1, 2, 3], [1, 2], "x has 3 values but y has 2"),
+])
+def test_degenerate_input_says_what_is_wrong(x, y, match):
+    with pytest.raises(models.FitError, match=match):
+        models.fit(models.HOCKNEY, x, y)
+
+
+def test_effective_bandwidth_rejects_zero_sizes():
+    with pytest.raises(models.FitError, match="must be > 0"):
+        models.fit(models.EFFECTIVE_BANDWIDTH, [0, 1, 2, 3], [1, 1, 2, 3])
+
+
+def test_two_segment_needs_enough_sizes():
+    with pytest.raises(models.FitError, match="at least 6 distinct sizes"):
+        models.fit_two_segment([1, 2, 3, 4, 5], [1, 2, 3, 4, 5])
+
+
+def test_bad_sigma_is_rejected():
+    with pytest.raises(models.FitError, match="sigma"):
+        models.fit(models.HOCKNEY, [1, 2, 3], [1, 2, 3], sigma="weird")

@@ -1,0 +1,41 @@
+import pytest
+
+from hpclab import profiles, reference
+
+
+def test_profiles_grow_from_quick_to_full():
+    q, s, f = (profiles.get("pingpong", p) for p in profiles.PROFILES)
+    assert len(q["sizes"]) < len(s["sizes"]) <= len(f["sizes"])
+    assert q["scale"] > s["scale"] == f["scale"] == 1
+    assert s["sizes"][0] == 0 and s["sizes"][-1] == 4 << 20
+
+
+def test_profile_errors_name_the_choices(monkeypatch):
+    with pytest.raises(ValueError, match="quick, standard, full"):
+        profiles.get("pingpong", "huge")
+    monkeypatch.setenv("HPCLAB_PROFILE", "nope")
+    with pytest.raises(ValueError, match="HPCLAB_PROFILE"):
+        profiles.name()
+    with pytest.raises(ValueError, match="unknown experiment"):
+        profiles.get("nope", "quick")
+
+
+@pytest.mark.parametrize("name", ["ulysses_imb_pingpong", "orfeo_pingpong", "hamburg_imb_exchange"])
+def test_reference_datasets_cite_a_report_and_table_on_every_row(name):
+    df = reference.load(name)
+    assert len(df) > 0
+    assert df["source"].str.contains(r"\[report 00\d\]").all()
+    assert df["source"].str.contains(r"Table|Section").all()
+    assert reference.cite(name)
+
+
+def test_reference_tables_match_their_reports():
+    ul = reference.load("ulysses_imb_pingpong")
+    assert ul["nbytes"].tolist() == [0] + [2**k for k in range(23)]
+    ex = reference.load("hamburg_imb_exchange")
+    assert ex.groupby(["mpi", "nprocs"]).size().tolist() == [24, 24, 24, 24]
+
+
+def test_unknown_dataset_lists_the_known_ones():
+    with pytest.raises(ValueError, match="ulysses_imb_pingpong"):
+        reference.load("nope")
