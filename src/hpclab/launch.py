@@ -106,6 +106,17 @@ def mpiexec_options(n):
     return args, env
 
 
+def whoami():
+    """Where this code runs: MPI rank and size, host and process id (call it on engines)."""
+    import socket
+
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    return {"rank": comm.Get_rank(), "size": comm.Get_size(), "host": socket.gethostname(),
+            "pid": os.getpid()}
+
+
 # --------------------------------------------------------------------------- mpirun
 
 

@@ -1,0 +1,183 @@
+"""Labs and grading: solutions -> labs, autograding round trip, hidden tests, timeouts."""
+import ast
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+AUTOGRADER = ROOT / "autograder"
+LABS = sorted(p.name for p in (ROOT / "solutions").iterdir() if list(p.glob("*.ipynb")))
+MPI_CALLS = {"run", "start", "cluster", "pingpong_check", "reference_pingpong_time"}
+
+
+def nbgrader_config():
+    """Execute nbgrader_config.py with a stand-in get_config and return the config."""
+    from traitlets.config import Config
+
+    cfg = Config()
+    code = (AUTOGRADER / "nbgrader_config.py").read_text()
+    exec(compile(code, str(AUTOGRADER / "nbgrader_config.py"), "exec"),
+         {"get_config": lambda: cfg, "__file__": str(AUTOGRADER / "nbgrader_config.py")})
+    return cfg
+
+
+def cells(path):
+    return nbformat.read(path, as_version=4).cells
+
+
+def test_every_chapter_has_a_lab():
+    assert "pingpong" in LABS
+    for lab in LABS:
+        assert (ROOT / "labs" / lab / f"{lab}.ipynb").exists(), f"labs/{lab} missing: make release"
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_labs_equal_a_fresh_generate_assignment(lab, tmp_path):
+    subprocess.run([str(Path(sys.executable).with_name("nbgrader")), "generate_assignment", lab,
+                    "--force", f"--CourseDirectory.release_directory={tmp_path}",
+                    f"--CourseDirectory.db_url=sqlite:///{tmp_path / 'gb.db'}"],
+                   cwd=AUTOGRADER, check=True, capture_output=True, timeout=300)
+    fresh = sorted(p.relative_to(tmp_path / lab) for p in (tmp_path / lab).rglob("*") if p.is_file())
+    committed = sorted(p.relative_to(ROOT / "labs" / lab)
+                       for p in (ROOT / "labs" / lab).rglob("*") if p.is_file())
+    assert fresh == committed, "labs/ has other files than a fresh release: run `make release`"
+    for rel in fresh:
+        if rel.suffix == ".ipynb":
+            a = json.loads((tmp_path / lab / rel).read_text())
+            b = json.loads((ROOT / "labs" / lab / rel).read_text())
+            assert a == b, f"labs/{lab}/{rel} drifted from solutions/: run `make release`"
+
+
+def test_no_solution_or_hidden_test_text_in_labs():
+    for path in (ROOT / "labs").rglob("*"):
+        if path.is_file():
+            text = path.read_text(errors="replace")
+            for marker in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
+                assert marker not in text, f"{marker} in {path}"
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_grade_cells_are_named_weighted_and_have_hidden_tests(lab):
+    ids, tests, answers = set(), 0, 0
+    for cell in cells(ROOT / "solutions" / lab / f"{lab}.ipynb"):
+        meta = cell.metadata.get("nbgrader")
+        if not meta:
+            continue
+        assert meta["schema_version"] == 3
+        assert meta["grade_id"] not in ids, f"duplicate grade_id {meta['grade_id']}"
+        ids.add(meta["grade_id"])
+        if meta.get("grade"):
+            assert 0.5 <= meta["points"] <= 2, f"{meta['grade_id']}: keep points small"
+        if meta.get("grade") and not meta.get("solution"):
+            tests += 1
+            assert "BEGIN HIDDEN TESTS" in cell.source, f"{meta['grade_id']} has no hidden test"
+            assert cell.source.lstrip().startswith('"""'), f"{meta['grade_id']}: say what it checks"
+        if meta.get("solution") and cell.cell_type == "code":
+            answers += 1
+            assert "BEGIN SOLUTION" in cell.source
+    assert tests >= 3 and answers >= 3
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_every_mpi_call_has_a_timeout_below_the_cell_timeout(lab):
+    cell_timeout = nbgrader_config().Execute.timeout
+    names = {}
+    for cell in cells(ROOT / "solutions" / lab / f"{lab}.ipynb"):
+        if cell.cell_type != "code":
+            continue
+        tree = ast.parse(cell.source)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        names[target.id] = node.value.value
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if name not in MPI_CALLS or name == "start":
+                    continue
+                kw = {k.arg: k.value for k in node.keywords}
+                assert "timeout" in kw, f"{ast.unparse(node)} has no timeout"
+                value = kw["timeout"]
+                seconds = value.value if isinstance(value, ast.Constant) else names[value.id]
+                assert 0 < seconds < cell_timeout, f"{ast.unparse(node)}: {seconds} s"
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """Grade the solution (alice), the untouched lab (bob) and a broken file (carol)."""
+    work = tmp_path_factory.mktemp("grading")
+    for lab in LABS:
+        for student, source in (("alice", ROOT / "solutions"), ("bob", ROOT / "labs")):
+            dest = work / "submitted" / student / lab
+            dest.mkdir(parents=True)
+            shutil.copy(source / lab / f"{lab}.ipynb", dest)
+        carol = work / "submitted" / "carol" / lab
+        carol.mkdir(parents=True)
+        (carol / f"{lab}.ipynb").write_text("{ this is not a notebook")
+    proc = subprocess.run([sys.executable, str(AUTOGRADER / "grade.py"), "grade", "--workdir",
+                           str(work)], capture_output=True, text=True, timeout=1500)
+    return work, proc
+
+
+def _scores(work, lab, student):
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{work / 'gradebook.db'}") as gb:
+        sub = gb.find_submission_notebook(lab, lab, student)
+        return {g.name: (g.score, g.max_score) for g in sub.grades if g.auto_score is not None
+                or g.cell_type == "code"}
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_solution_autogrades_to_full_marks(graded, lab):
+    work, proc = graded
+    scores = _scores(work, lab, "alice")
+    assert scores, proc.stdout + proc.stderr
+    for name, (score, max_score) in scores.items():
+        assert score == max_score, f"{name}: {score}/{max_score}\n{proc.stdout[-3000:]}"
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_untouched_lab_autogrades_to_zero(graded, lab):
+    work, _ = graded
+    scores = _scores(work, lab, "bob")
+    assert scores and all(score == 0 for score, _ in scores.values()), scores
+
+
+def test_a_broken_submission_does_not_spoil_the_others(graded):
+    work, proc = graded
+    assert proc.returncode == 1
+    assert "carol" in proc.stdout and "could not be graded" in proc.stdout
+    grades = (work / "grades.csv").read_text()
+    assert "alice" in grades and "bob" in grades
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_feedback_shows_no_hidden_tests(graded, lab):
+    """Words that occur only inside hidden tests must not reach the students' feedback."""
+    import re
+
+    sys.path.insert(0, str(AUTOGRADER))
+    from feedback import strip_hidden
+
+    visible, hidden = "", ""
+    for cell in cells(ROOT / "solutions" / lab / f"{lab}.ipynb"):
+        shown, _ = strip_hidden(cell.source)
+        visible += shown + "\n"
+        hidden += cell.source.replace(shown, "") if shown != cell.source else ""
+        if "BEGIN HIDDEN TESTS" in cell.source:
+            hidden += cell.source.split("BEGIN HIDDEN TESTS")[1].split("END HIDDEN TESTS")[0]
+    secret = set(re.findall(r"\w{8,}", hidden)) - set(re.findall(r"\w{8,}", visible))
+    assert secret, "no hidden-only words to look for"
+    work, _ = graded
+    for student in ("alice", "bob"):
+        html = (work / "feedback" / student / lab / f"{lab}.html").read_text()
+        assert "HIDDEN TESTS" not in html
+        leaked = {w for w in secret if w in html}
+        assert not leaked, f"{student}'s feedback shows hidden-test code: {leaked}"
