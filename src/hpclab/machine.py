@@ -132,7 +132,7 @@ def mpi():
         from mpi4py import MPI
 
         text = MPI.Get_library_version().strip()
-        info.update(library=text.splitlines()[0].strip(), library_version=text,
+        info.update(library=" ".join(text.splitlines()[0].split()), library_version=text,
                     standard="{}.{}".format(*MPI.Get_version()), mpi4py=mpi4py.__version__)
     except Exception as exc:  # no MPI at all is worth recording, not crashing on
         info["library"] = f"unavailable: {exc}"

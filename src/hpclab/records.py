@@ -60,6 +60,17 @@ def validate(df):
     return df
 
 
+def results_dir():
+    """Where runs are saved by default: $HPCLAB_RESULTS_DIR, else results/ of this checkout."""
+    env = os.environ.get("HPCLAB_RESULTS_DIR")
+    if env:
+        return Path(env)
+    for parent in Path(__file__).resolve().parents:
+        if (parent / "pyproject.toml").exists() and (parent / "book").is_dir():
+            return parent / "results"
+    return Path("results")
+
+
 def git_commit(path=None):
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
@@ -98,13 +109,13 @@ def _atomic_new(path, data):
         os.unlink(tmp)
 
 
-def save(df, meta, out_dir="results"):
+def save(df, meta, out_dir=None):
     """Write ``<experiment>-<UTC time>-<id>.csv`` and ``.json`` into out_dir.
 
     Returns the CSV path. Never overwrites: every run gets a fresh name.
     """
     validate(df)
-    out = Path(out_dir)
+    out = Path(out_dir) if out_dir is not None else results_dir()
     out.mkdir(parents=True, exist_ok=True)
     experiment = str(df["experiment"].iloc[0])
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -131,7 +142,8 @@ def load(path):
     return df, meta
 
 
-def latest(experiment, out_dir="results"):
+def latest(experiment, out_dir=None):
     """The newest saved run of an experiment, or None."""
-    runs = sorted(Path(out_dir).glob(f"{experiment}-*.csv"))
+    out = Path(out_dir) if out_dir is not None else results_dir()
+    runs = sorted(out.glob(f"{experiment}-*.csv"))
     return load(runs[-1]) if runs else None

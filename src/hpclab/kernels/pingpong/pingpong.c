@@ -44,8 +44,11 @@ static void fill(unsigned char *buf, size_t n, int seed)
 }
 
 /* index of the first wrong byte, or n when all are right */
-static size_t first_wrong(const unsigned char *buf, size_t n, int seed)
+static size_t first_wrong(unsigned char *buf, size_t n, int seed, int rank)
 {
+    /* the test hook: corrupt what rank 1 received, to prove the check works */
+    if (rank == 1 && hpclab_pingpong_fault_byte >= 0 && (size_t)hpclab_pingpong_fault_byte < n)
+        buf[hpclab_pingpong_fault_byte] ^= 0xffu;
     for (size_t i = 0; i < n; i++)
         if (buf[i] != hpclab_pingpong_pattern(i, seed))
             return i;
@@ -118,10 +121,8 @@ int hpclab_pingpong(MPI_Comm comm, size_t nbytes, int warmup, int iterations,
         MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
         times[r] = slowest;
 
-        if (rank == 1 && hpclab_pingpong_fault_byte >= 0 && (size_t)hpclab_pingpong_fault_byte < nbytes)
-            rbuf[hpclab_pingpong_fault_byte] ^= 0xffu;
         if (rank < 2) {
-            size_t bad = first_wrong(rbuf, nbytes, seed);
+            size_t bad = first_wrong(rbuf, nbytes, seed, rank);
             if (bad < nbytes) {
                 snprintf(msg, sizeof msg,
                          "repetition %d of a %zu-byte message: byte %zu is %u, expected %u",

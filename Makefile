@@ -1,0 +1,72 @@
+# hpclab: `make book` builds the site, `make test` runs what CI runs.
+# Every target creates .venv and builds the kernels first when needed (no root, no conda,
+# no system MPI: MPI comes from the `mpich` package unless MPI=system).
+
+PYTHON  ?= python3
+VENV    ?= .venv
+MPI     ?= mpich
+PROFILE ?= standard
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.hpclab-built
+KERNEL_SOURCES := $(wildcard src/hpclab/kernels/*/*.c src/hpclab/kernels/*/*.h src/hpclab/kernels/*/*.pyx src/hpclab/kernels/*/*.pxd)
+ifeq ($(MPI),system)
+EXTRAS  := lab,book,test
+MPI_PKG :=
+else
+EXTRAS  := mpich,lab,book,test
+MPI_PKG := mpich
+endif
+
+# the environment's mpicc and mpiexec come first
+export PATH := $(abspath $(BIN)):$(PATH)
+
+.PHONY: setup book test lab release grade bench clean distclean help
+
+help:
+	@echo "make book      build the site (measures this machine; PROFILE=quick|standard|full)"
+	@echo "make test      run the test suite (what CI runs)"
+	@echo "make lab       open the lab notebooks in JupyterLab"
+	@echo "make release   regenerate labs/ from solutions/ (instructors)"
+	@echo "make grade     autograde autograder/submitted/*/<lab> (instructors)"
+	@echo "make bench     PingPong: C, Cython, mpi4py and mpi4py.bench side by side"
+	@echo "make setup     only create .venv and build the kernels (MPI=system: use your mpicc)"
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml setup.py $(KERNEL_SOURCES)
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
+	  { echo "hpclab needs Python >= 3.10; $(PYTHON) is $$($(PYTHON) --version)."; \
+	    echo "Run with PYTHON=/path/to/python3.x"; exit 1; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || \
+	  { echo "cannot create $(VENV): install the venv module (Debian/Ubuntu: apt-get install python3-venv)"; exit 1; }
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q "setuptools>=77" "cython>=3" "mpi4py>=4" "numpy>=1.24" $(MPI_PKG)
+	$(BIN)/python -m pip install -q --no-build-isolation -e ".[$(EXTRAS)]"
+	$(BIN)/python -c "import hpclab.kernels.pingpong"
+	@touch $@
+
+book: $(STAMP)
+	HPCLAB_PROFILE=$(PROFILE) $(BIN)/jupyter-book build --all -W -n --keep-going .
+	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
+
+test: $(STAMP)
+	HPCLAB_PROFILE=quick $(BIN)/python -m pytest
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab labs/
+
+release: $(STAMP)
+	$(BIN)/python autograder/grade.py release
+
+grade: $(STAMP)
+	$(BIN)/python autograder/grade.py grade
+
+bench: $(STAMP)
+	$(BIN)/python -m hpclab.bench pingpong
+
+clean:
+	rm -rf _build build src/*.egg-info autograder/autograded autograder/feedback autograder/grades.csv
+	find src -name '__pycache__' -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV) results src/hpclab/kernels/*/*.so src/hpclab/kernels/build_info.json

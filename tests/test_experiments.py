@@ -1,0 +1,68 @@
+"""The notebook path (engines) and the CLI path (mpiexec) write the same records."""
+import json
+import sys
+
+import pandas as pd
+import pytest
+
+from hpclab import launch, records
+from hpclab.experiments import pingpong
+
+
+@pytest.fixture(scope="module")
+def cli_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli")
+    r = launch.mpirun([sys.executable, "-m", "hpclab", "run", "pingpong", "--profile", "quick",
+                       "--out", str(out), "--quiet"], n=2, timeout=300, what="pingpong CLI")
+    return out, r
+
+
+def test_cli_writes_csv_and_json_records(cli_run):
+    out, r = cli_run
+    csvs, jsons = list(out.glob("pingpong-*.csv")), list(out.glob("pingpong-*.json"))
+    assert len(csvs) == 1 and len(jsons) == 1, r.stdout + r.stderr
+    df, meta = records.load(csvs[0])
+    assert set(df["impl"]) == set(pingpong.IMPLS)
+    assert (df["nprocs"] == 2).all() and (df["value"] > 0).all()
+    assert meta["profile"] == "quick" and meta["launcher"] == "mpiexec"
+    assert meta["machine"]["mpi"]["library"].startswith("MPICH")
+    assert json.loads(jsons[0].read_text())["records"] == csvs[0].name
+
+
+def test_engines_path_gives_the_same_record_shape(cli_run, engines):
+    out, _ = cli_run
+    cli, _ = records.load(next(out.glob("pingpong-*.csv")))
+    nb = pingpong.run(profile="quick", impls=("c", "python"), engines=engines, progress=False)
+    assert list(nb.columns) == list(cli.columns)
+    key = ["impl", "nbytes", "warmup", "iterations", "rep"]
+    merged = nb[key].merge(cli[key], on=key, how="left", indicator=True)
+    assert (merged["_merge"] == "both").all()
+    assert nb.attrs["meta"]["launcher"] == "ipyparallel"
+
+
+def test_cli_refuses_one_rank_clearly(tmp_path):
+    r = launch.mpirun([sys.executable, "-m", "hpclab", "run", "pingpong", "--out", str(tmp_path)],
+                      n=1, timeout=120, check=False)
+    assert r.returncode == 2
+    assert "needs at least 2 MPI ranks" in r.stderr and "mpiexec -n 2" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not list(tmp_path.iterdir())
+
+
+def test_cli_rejects_unknown_implementations(tmp_path):
+    r = launch.mpirun([sys.executable, "-m", "hpclab", "run", "pingpong", "--impl", "fortran",
+                       "--out", str(tmp_path)], n=2, timeout=120, check=False)
+    assert r.returncode == 1 and "unknown pingpong implementation" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_analysis_of_a_run(engines):
+    df = pingpong.run(profile="quick", impls=("c", "pickle"), engines=engines, progress=False)
+    s = pingpong.summary(df)
+    assert {"median", "best", "worst", "bandwidth_MBps"} <= set(s.columns)
+    fits = pingpong.fit(df, "c")
+    assert fits["hockney"]["B"] > 0 and fits["two_segment"] is not None
+    overhead = pingpong.python_overhead(df)
+    assert overhead["c"] == 0
+    with pytest.raises(ValueError, match="no records of implementation"):
+        pingpong.fit(df, "cython")

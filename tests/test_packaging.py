@@ -1,0 +1,90 @@
+"""Set-up: one dependency set in pyproject.toml and environment.yml, clear build errors."""
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CONDA_ONLY = {"python", "c-compiler", "pip"}
+
+
+def _name(spec):
+    return re.split(r"[<>=!;\[ ]", spec.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def _spec(spec):
+    return re.sub(r"\s+", "", spec.split(";")[0]).lower()
+
+
+def pyproject_deps():
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    deps = list(meta["dependencies"])
+    for group, items in meta["optional-dependencies"].items():
+        deps += [d for d in items if not d.startswith("hpclab")]
+    return {_name(d): _spec(d) for d in deps}
+
+
+def conda_deps():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    deps = [d for d in env["dependencies"] if isinstance(d, str)]
+    return {_name(d): _spec(d) for d in deps if _name(d) not in CONDA_ONLY}
+
+
+def test_environment_yml_has_the_same_dependencies_as_pyproject():
+    assert pyproject_deps() == conda_deps()
+
+
+def test_jupyter_book_is_pinned_below_2():
+    assert "<2" in pyproject_deps()["jupyter-book"]
+
+
+def test_readme_opens_with_the_two_commands():
+    readme = (ROOT / "README.md").read_text()
+    first_block = readme.split("```")[1]
+    assert "make book" in first_block and "make test" in first_block
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def _setup_py(env, tmp_path):
+    return subprocess.run([sys.executable, str(ROOT / "setup.py"), "build_ext", "-b", str(tmp_path)],
+                          cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_missing_mpi_wrapper_says_what_to_install(tmp_path):
+    r = _setup_py({"MPICC": "", "PATH": "/usr/bin:/bin"}, tmp_path)
+    assert r.returncode != 0
+    assert "no MPI C compiler wrapper found" in r.stderr and "pip install mpich" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_a_wrapper_without_a_c_compiler_says_so(tmp_path):
+    fake = tmp_path / "mpicc"
+    fake.write_text("#!/bin/sh\necho 'cc: command not found' >&2\nexit 127\n")
+    fake.chmod(0o755)
+    r = _setup_py({"MPICC": str(fake)}, tmp_path)
+    assert r.returncode != 0
+    assert "cannot compile an MPI program" in r.stderr and "install gcc" in r.stderr
+
+
+def test_openmp_check_says_what_to_install(tmp_path):
+    """A wrapper that compiles MPI but refuses -fopenmp (clang without libomp, say)."""
+    import shutil
+
+    real = shutil.which("mpicc")
+    fake = tmp_path / "mpicc"
+    fake.write_text('#!/bin/sh\nfor a in "$@"; do [ "$a" = -fopenmp ] && '
+                    '{ echo "unsupported option -fopenmp" >&2; exit 1; }; done\n'
+                    f'exec {real} "$@"\n')
+    fake.chmod(0o755)
+    code = ("import sys; sys.argv=['setup.py','--version']; import runpy; "
+            "ns = runpy.run_path('setup.py'); ns['check_toolchain'](sys.argv[1], True)")
+    r = subprocess.run([sys.executable, "-c", code.replace("sys.argv[1]", repr(str(fake)))],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"})
+    assert "does not support OpenMP" in r.stderr and "libomp" in r.stderr, r.stderr[-2000:]
