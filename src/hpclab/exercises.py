@@ -21,7 +21,7 @@ def _pingpong_on_rank(loop, nbytes, iterations, seed):
     sbuf, rbuf = Buffer(nbytes), Buffer(nbytes)
     send, recv = np.frombuffer(sbuf, np.uint8), np.frombuffer(rbuf, np.uint8)
     expected = pattern(nbytes, seed)
-    if rank == 0:
+    if rank < 2:
         send[:] = expected
     result = loop(comm, sbuf, rbuf, iterations)
     ok = bool(np.array_equal(recv, expected)) if rank < 2 else True
@@ -31,8 +31,8 @@ def _pingpong_on_rank(loop, nbytes, iterations, seed):
 def pingpong_check(engines, loop, nbytes, iterations=100, timeout=60, seed=3):
     """Run ``loop(comm, sendbuf, recvbuf, iterations)`` on the engines.
 
-    Rank 0's send buffer holds a known pattern; afterwards both ranks' receive
-    buffers must hold it (rank 1 received it, rank 0 got it back).
+    The send buffers of ranks 0 and 1 hold a known pattern; afterwards both
+    ranks' receive buffers must hold it.
 
     Returns
     -------

@@ -66,7 +66,7 @@ cdef inline void _round_trips(MPI_Comm comm, int rank, unsigned char *sbuf,
     elif rank == 1:
         for i in range(n):
             MPI_Recv(rbuf, count, MPI_BYTE, 0, TAG, comm, MPI_STATUS_IGNORE)
-            MPI_Send(rbuf, count, MPI_BYTE, 0, TAG, comm)
+            MPI_Send(sbuf, count, MPI_BYTE, 0, TAG, comm)
 
 
 cdef inline Py_ssize_t _first_wrong(const unsigned char *buf, Py_ssize_t n,
@@ -104,7 +104,7 @@ def run_cython(MPI.Comm comm not None, Py_ssize_t nbytes, int warmup, int iterat
             if hpclab_fail_together(c, failed, errmsg, HPCLAB_ERRLEN):
                 failed = 1
             if not failed:
-                if rank == 0:
+                if rank < 2:
                     for i in range(nbytes):
                         sbuf[i] = hpclab_pingpong_pattern(i, 0)
                 _round_trips(c, rank, sbuf, rbuf, count, warmup)
@@ -112,10 +112,9 @@ def run_cython(MPI.Comm comm not None, Py_ssize_t nbytes, int warmup, int iterat
             while r < repetitions and not failed:
                 seed = r + 1
                 elapsed = 0.0
-                if rank == 0:
+                if rank < 2:
                     for i in range(nbytes):
                         sbuf[i] = hpclab_pingpong_pattern(i, seed)
-                if rank < 2:
                     memset(rbuf, 0, nbytes)
                 MPI_Barrier(c)
                 t0 = MPI_Wtime()

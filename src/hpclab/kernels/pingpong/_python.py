@@ -51,17 +51,15 @@ def run_python(comm, nbytes, warmup, iterations, repetitions, hugepages):
         elif rank == 1:
             for _ in range(n):
                 comm.Recv(rmsg, 0, TAG)
-                comm.Send(rmsg, 0, TAG)
+                comm.Send(smsg, 0, TAG)
 
-    if rank == 0:
-        send[:] = _pattern(nbytes, 0)
+    send[:] = _pattern(nbytes, 0)
     round_trips(warmup)
     times = np.zeros(repetitions)
     for r in range(repetitions):
         seed = r + 1
         expected = _pattern(nbytes, seed)
-        if rank == 0:
-            send[:] = expected
+        send[:] = expected
         recv[:] = 0
         comm.Barrier()
         t0 = MPI.Wtime()
@@ -89,7 +87,7 @@ def run_pickle(comm, nbytes, warmup, iterations, repetitions, hugepages):
         elif rank == 1:
             for _ in range(n):
                 got = comm.recv(None, 0, TAG)
-                comm.send(got, 0, TAG)
+                comm.send(message, 0, TAG)
         return got
 
     view[:] = _pattern(nbytes, 0)
@@ -99,7 +97,7 @@ def run_pickle(comm, nbytes, warmup, iterations, repetitions, hugepages):
         seed = r + 1
         expected = _pattern(nbytes, seed)
         view[:] = expected
-        message = bytes(payload) if rank == 0 else None
+        message = bytes(payload)
         comm.Barrier()
         t0 = MPI.Wtime()
         received = round_trips(iterations, message)

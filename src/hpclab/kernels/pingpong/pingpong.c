@@ -3,7 +3,7 @@
  *   pingpong.c - MPI ping-pong: latency and bandwidth between two ranks.
  *
  * PURPOSE
- *   Rank 0 sends nbytes to rank 1, which sends the same bytes back. One
+ *   Rank 0 sends nbytes to rank 1, which answers with nbytes of its own. One
  *   repetition times a whole batch of round trips with MPI_Wtime between a
  *   barrier and the last receive, so reading the clock costs nothing; the
  *   one-way time is half the round trip (osu_latency's methodology).
@@ -18,8 +18,11 @@
  *   rendezvous protocols); see hpclab.models.
  *
  * NOTES
- *   Rank 1 echoes the buffer it received, so rank 0 checks the whole round
- *   trip; both ranks check every byte after each repetition, outside the
+ *   As in osu_latency and IMB, each rank sends from its own send buffer and
+ *   receives into its own receive buffer (echoing the buffer just received
+ *   is up to twice as slow for 16-64 KiB messages with MPICH's shared
+ *   memory). Both send buffers hold the same pattern, new each repetition;
+ *   both ranks check every received byte after each repetition, outside the
  *   timed loop. It does not measure bidirectional or multi-pair bandwidth.
  */
 #include "pingpong.h"
@@ -66,7 +69,7 @@ static void round_trips(MPI_Comm comm, int rank, unsigned char *sbuf,
     } else if (rank == 1) {
         for (int i = 0; i < n; i++) {
             MPI_Recv(rbuf, count, MPI_BYTE, 0, TAG, comm, MPI_STATUS_IGNORE);
-            MPI_Send(rbuf, count, MPI_BYTE, 0, TAG, comm);
+            MPI_Send(sbuf, count, MPI_BYTE, 0, TAG, comm);
         }
     }
 }
@@ -101,7 +104,7 @@ int hpclab_pingpong(MPI_Comm comm, size_t nbytes, int warmup, int iterations,
     if (hpclab_fail_together(comm, failed, msg, sizeof msg))
         goto done;
 
-    if (rank == 0)
+    if (rank < 2)
         fill(sbuf, nbytes, 0);
     round_trips(comm, rank, sbuf, rbuf, count, warmup);
 
@@ -109,10 +112,10 @@ int hpclab_pingpong(MPI_Comm comm, size_t nbytes, int warmup, int iterations,
         int seed = r + 1;
         double t0, elapsed = 0.0, slowest;
 
-        if (rank == 0)
+        if (rank < 2) {
             fill(sbuf, nbytes, seed);
-        if (rank < 2)
             memset(rbuf, 0, nbytes);
+        }
         MPI_Barrier(comm);
         t0 = MPI_Wtime();
         round_trips(comm, rank, sbuf, rbuf, count, iterations);
