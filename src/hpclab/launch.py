@@ -330,8 +330,6 @@ class Engines:
         deadline = time.monotonic() + 30
         while self.client.ids and time.monotonic() < deadline:
             time.sleep(0.1)
-            with contextlib.suppress(Exception):
-                self.client.spin()
         self._start_engines()
         self._stale = False
 

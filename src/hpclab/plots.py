@@ -6,6 +6,8 @@ user's own script draw the same pictures.
 """
 from __future__ import annotations
 
+import zlib
+
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -21,8 +23,16 @@ def _ax(ax, figsize=(6.4, 4.2)):
     return ax
 
 
+_EXTRA = [("C4", "D"), ("C5", "P"), ("C6", "X"), ("C7", "*")]
+
+
 def _label(impl):
-    return IMPL_STYLE.get(impl, (impl, None, "o"))
+    """Name, colour and marker of a series: the implementations have fixed ones, any other
+    series (a published dataset, say) gets the next free colour."""
+    if impl in IMPL_STYLE:
+        return IMPL_STYLE[impl]
+    color, marker = _EXTRA[zlib.crc32(str(impl).encode()) % len(_EXTRA)]
+    return impl, color, marker
 
 
 def size_axis(ax, which="x"):
