@@ -73,39 +73,22 @@ def test_compiled_kernels_detect_wrong_bytes(impl):
 
 
 @needs2
-def test_python_kernel_detects_wrong_bytes(monkeypatch):
-    """Rank 0 sends other bytes than rank 1 expects (and expects others): every rank raises."""
+@pytest.mark.parametrize("impl,bad_rank,byte", [("python", 0, 63), ("pickle", 1, 0)])
+def test_python_kernels_detect_wrong_bytes(monkeypatch, impl, bad_rank, byte):
+    """One rank sends (and expects) other bytes than its partner: every rank raises."""
     from hpclab.kernels.pingpong import _python
 
     real = _python._pattern
 
     def corrupt(nbytes, seed):
         p = real(nbytes, seed).copy()
-        if COMM.Get_rank() == 0 and nbytes:
-            p[-1] ^= 0xFF
+        if COMM.Get_rank() == bad_rank and nbytes:
+            p[byte] ^= 0xFF
         return p
 
     monkeypatch.setattr(_python, "_pattern", corrupt)
-    with pytest.raises(KernelError, match="rank [01]: repetition 0 .* byte 63 is"):
-        pingpong.run_python(COMM, 64, warmup=1, iterations=3, repetitions=2)
-    COMM.Barrier()
-
-
-@needs2
-def test_pickle_kernel_detects_wrong_bytes(monkeypatch):
-    from hpclab.kernels.pingpong import _python
-
-    real = _python._pattern
-
-    def corrupt(nbytes, seed):
-        p = real(nbytes, seed).copy()
-        if COMM.Get_rank() == 1 and nbytes:
-            p[0] ^= 0x01
-        return p
-
-    monkeypatch.setattr(_python, "_pattern", corrupt)
-    with pytest.raises(KernelError, match="rank [01]: repetition 0 .* byte 0 is"):
-        pingpong.run_pickle(COMM, 16, warmup=1, iterations=3, repetitions=2)
+    with pytest.raises(KernelError, match=f"rank [01]: repetition 0 .* byte {byte} is"):
+        pingpong.RUNNERS[impl](COMM, 64, warmup=1, iterations=3, repetitions=2)
     COMM.Barrier()
 
 
