@@ -1,5 +1,6 @@
 """Every MPI launch has a timeout, errors clearly and leaves no process behind."""
 import os
+import re
 import sys
 import time
 
@@ -39,9 +40,10 @@ def children_of_session(pgid):
 
 
 def test_mpirun_runs_and_returns_output():
-    r = launch.mpirun([sys.executable, "-c", "from mpi4py import MPI; print(MPI.COMM_WORLD.size)"],
-                      n=2, timeout=60)
-    assert r.stdout.split() == ["2", "2"]
+    code = ("import sys; from mpi4py import MPI; c = MPI.COMM_WORLD; "
+            "sys.stdout.write(f'<{c.rank}/{c.size}>'); sys.stdout.flush()")
+    r = launch.mpirun([sys.executable, "-c", code], n=2, timeout=60)
+    assert sorted(re.findall(r"<(\d)/(\d)>", r.stdout)) == [("0", "2"), ("1", "2")]
 
 
 def test_mpirun_deadlock_times_out_and_leaves_nothing():
