@@ -26,6 +26,7 @@ def test_cli_writes_csv_and_json_records(cli_run):
     assert (df["nprocs"] == 2).all() and (df["value"] > 0).all()
     assert meta["profile"] == "quick" and meta["launcher"] == "mpiexec"
     assert meta["machine"]["mpi"]["library"].startswith("MPICH")
+    assert [p["rank"] for p in meta["placement"]] == [0, 1] and meta["placement"][0]["cpus"]
     assert json.loads(jsons[0].read_text())["records"] == csvs[0].name
 
 

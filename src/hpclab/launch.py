@@ -107,14 +107,16 @@ def mpiexec_options(n):
 
 
 def whoami():
-    """Where this code runs: MPI rank and size, host and process id (call it on engines)."""
+    """Where this code runs: MPI rank and size, host, process id and the CPUs it may use
+    (its binding). Call it on engines, or on every rank of an mpiexec job."""
     import socket
 
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     return {"rank": comm.Get_rank(), "size": comm.Get_size(), "host": socket.gethostname(),
-            "pid": os.getpid()}
+            "pid": os.getpid(), "cpus": cpus}
 
 
 # --------------------------------------------------------------------------- mpirun

@@ -57,10 +57,11 @@ def measure(impl, nbytes, warmup, iterations, repetitions, hugepages=False, comm
     return records.rows(NAME, NAME, impl, comm.Get_size(), 1, params, times, METRIC, UNIT)
 
 
-def _meta(profile, impls, nprocs, hugepages, mpi_args, launcher):
+def _meta(profile, impls, nprocs, hugepages, mpi_args, launcher, placement):
+    """Run metadata; ``placement`` is every rank's host and CPU binding (launch.whoami)."""
     return records.metadata(NAME, profiles.name(profile), {
         "implementations": list(impls), "nprocs": nprocs, "hugepages": bool(hugepages),
-        "mpi_args": list(mpi_args), "launcher": launcher,
+        "mpi_args": list(mpi_args), "launcher": launcher, "placement": placement,
         "settings": profiles.get(NAME, profile)})
 
 
@@ -85,11 +86,13 @@ def run(profile=None, impls=IMPLS, n=NPROCS, hugepages=False, mpi_args=(), progr
             what = f"pingpong {task['impl']} {task['nbytes']} B"
             return engines.run(measure, timeout=timeout, what=what, **task)[0]
 
+        placement = engines.run(launch.whoami, timeout=timeout, what="pingpong placement")
         df = sweep(NAME, todo, call, progress)
     finally:
         if owned:
             engines.stop()
-    df.attrs["meta"] = _meta(profile, impls, engines.n, hugepages, mpi_args, "ipyparallel")
+    df.attrs["meta"] = _meta(profile, impls, engines.n, hugepages, mpi_args, "ipyparallel",
+                             placement)
     return df
 
 
@@ -101,15 +104,19 @@ def run_mpi(comm=None, profile=None, impls=IMPLS, hugepages=False, progress=True
     if comm.Get_size() < MIN_PROCS:
         raise ValueError(f"pingpong needs at least {MIN_PROCS} MPI ranks, this job has "
                          f"{comm.Get_size()}: run `mpiexec -n 2 python -m hpclab run pingpong`")
+    from hpclab import launch
+
     todo = tasks(profile, impls, hugepages)
     rank0 = comm.Get_rank() == 0
+    placement = comm.gather(launch.whoami(), root=0)
 
     def call(**task):
         return measure(comm=comm, **task)
 
     if rank0:
         df = sweep(NAME, todo, call, progress)
-        df.attrs["meta"] = _meta(profile, impls, comm.Get_size(), hugepages, (), "mpiexec")
+        df.attrs["meta"] = _meta(profile, impls, comm.Get_size(), hugepages, (), "mpiexec",
+                                 placement)
         return df
     for task in todo:
         call(**task)
