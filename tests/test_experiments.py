@@ -27,6 +27,7 @@ def test_cli_writes_csv_and_json_records(cli_run):
     assert meta["profile"] == "quick" and meta["launcher"] == "mpiexec"
     assert meta["machine"]["mpi"]["library"].startswith("MPICH")
     assert [p["rank"] for p in meta["placement"]] == [0, 1] and meta["placement"][0]["cpus"]
+    assert {p["thread_level"] for p in meta["placement"]} == {"funneled"}
     assert json.loads(jsons[0].read_text())["records"] == csvs[0].name
 
 
@@ -39,6 +40,7 @@ def test_engines_path_gives_the_same_record_shape(cli_run, engines):
     merged = nb[key].merge(cli[key], on=key, how="left", indicator=True)
     assert (merged["_merge"] == "both").all()
     assert nb.attrs["meta"]["launcher"] == "ipyparallel"
+    assert {p["thread_level"] for p in nb.attrs["meta"]["placement"]} == {"funneled"}
 
 
 def test_cli_refuses_one_rank_clearly(tmp_path):

@@ -53,6 +53,14 @@ def main(argv=None):
 
 
 def _run(args):
+    import os
+
+    import mpi4py
+
+    from hpclab.launch import THREAD_LEVEL
+
+    # under srun or a plain mpiexec nobody set it: only the main thread calls MPI here
+    mpi4py.rc.thread_level = os.environ.get("MPI4PY_RC_THREAD_LEVEL", THREAD_LEVEL)
     from mpi4py import MPI
 
     from hpclab import experiments, records
