@@ -123,6 +123,23 @@ def test_engines_stop_on_keyboard_interrupt():
     assert eng.profile_dir is None
 
 
+def test_interrupting_a_stuck_call_kills_the_engines_and_recovers():
+    import signal
+    import threading
+
+    with launch.cluster(n=2, timeout=60) as eng:
+        engine_pids = [p for _, _, p in eng.run(_ranks)]
+        timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        t0 = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            eng.run(_deadlock, timeout=50, what="interrupted deadlock")
+        timer.join()
+        assert time.monotonic() - t0 < 10
+        assert not wait_dead(engine_pids)
+        assert [(r, s) for r, s, _ in eng.run(_ranks)] == [(0, 2), (1, 2)]
+
+
 def test_remote_errors_keep_their_type_and_rank(engines):
     with pytest.raises(ValueError, match="unhappy test failed on rank 1: ValueError: rank one"):
         engines.run(_fail_on_rank_one, what="unhappy test")

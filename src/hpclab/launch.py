@@ -405,6 +405,11 @@ class Engines:
                 "or a run too long for its timeout); the engines were stopped, and fresh ones "
                 "start with the next run"
             ) from None
+        except KeyboardInterrupt:
+            # the engines may be stuck in MPI (a deadlock the user gave up on): kill them
+            # now, so that the next call starts fresh ones instead of waiting behind it
+            self._kill_engines()
+            raise
         except ipp.error.CompositeError as exc:
             raise _remote_exception(exc, what) from None
         except ipp.error.RemoteError as exc:
