@@ -1,21 +1,24 @@
 """Experiments: the sweep of each chapter, run on MPI engines or under mpiexec.
 
-Each experiment module ``hpclab.experiments.<slug>`` offers
+Each experiment module ``hpclab.experiments.<slug>`` defines
 
-* ``run(profile=None, ...)`` - start MPI engines through :mod:`hpclab.launch`,
-  sweep, stop the engines, return the records as a DataFrame (notebooks, book);
-* ``run_mpi(comm, profile=None, ...)`` - the same sweep in-process, for
-  ``mpiexec -n N python -m hpclab run <slug>`` (records on rank 0);
-* ``MIN_PROCS`` and ``NPROCS`` - the smallest and the default rank count.
+* ``NAME``, ``IMPLS``, ``MIN_PROCS`` and ``NPROCS`` (smallest and default rank count);
+* ``tasks(profile, impls, **options)`` - the list of measurements (dicts of keyword
+  arguments) a profile asks for, in the order they run;
+* ``measure(**task, comm=None)`` - one measurement, called on every rank, returning
+  record rows on rank 0 and ``[]`` elsewhere;
+* ``run(...)`` and ``run_mpi(...)`` - thin calls of :func:`on_engines` (notebooks, the
+  book: MPI engines started through :mod:`hpclab.launch`) and :func:`in_job` (``mpiexec
+  -n N python -m hpclab run <slug>``).
 
-Both paths call the same ``measure`` function on every rank, so they write
-the same records.
+Both paths call the same ``measure`` on every rank, so they write the same records,
+and both record where every rank ran (:func:`hpclab.launch.whoami`).
 """
 from importlib import import_module
 
 from tqdm.auto import tqdm
 
-from hpclab import records
+from hpclab import launch, profiles, records
 
 EXPERIMENTS = ("pingpong",)
 
@@ -33,3 +36,65 @@ def sweep(experiment, tasks, call, progress=True):
     for task in tqdm(tasks, desc=experiment, disable=not progress, leave=False):
         rows.extend(call(**task))
     return records.frame(rows)
+
+
+def _meta(exp, profile, nprocs, launcher, placement, mpi_args=(), extra=None):
+    return records.metadata(exp.NAME, profiles.name(profile), {
+        "nprocs": nprocs, "launcher": launcher, "placement": placement,
+        "mpi_args": list(mpi_args), "settings": profiles.get(exp.NAME, profile), **(extra or {})})
+
+
+def _check_procs(exp, n, how):
+    if n < exp.MIN_PROCS:
+        raise ValueError(f"{exp.NAME} needs at least {exp.MIN_PROCS} MPI ranks, {how} {n}: "
+                         f"run `mpiexec -n {exp.NPROCS} python -m hpclab run {exp.NAME}` or use "
+                         f"n={exp.NPROCS}")
+
+
+def on_engines(exp, todo, profile=None, n=None, engines=None, timeout=None, mpi_args=(),
+               progress=True, describe=str, extra=None):
+    """Run an experiment's tasks on MPI engines and return its records.
+
+    Engines are started (and stopped at the end, however it ends) unless
+    ``engines`` is given. ``describe(task)`` names a task in timeout messages.
+    ``df.attrs["meta"]`` holds the metadata :func:`hpclab.records.save` writes.
+    """
+    n = n or (engines.n if engines is not None else exp.NPROCS)
+    _check_procs(exp, n, "got n =")
+    timeout = timeout or profiles.get(exp.NAME, profile)["timeout"]
+    owned = engines is None
+    if owned:
+        engines = launch.cluster(n=n, timeout=timeout, mpi_args=mpi_args, what=exp.NAME).start()
+    try:
+        placement = engines.run(launch.whoami, timeout=timeout, what=f"{exp.NAME} placement")
+
+        def call(**task):
+            return engines.run(exp.measure, timeout=timeout, what=f"{exp.NAME} {describe(task)}",
+                               **task)[0]
+
+        df = sweep(exp.NAME, todo, call, progress)
+    finally:
+        if owned:
+            engines.stop()
+    df.attrs["meta"] = _meta(exp, profile, n, "ipyparallel", placement, mpi_args, extra)
+    return df
+
+
+def in_job(exp, todo, comm=None, profile=None, progress=True, extra=None):
+    """Run an experiment's tasks in this MPI job; records on rank 0, None elsewhere."""
+    from mpi4py import MPI
+
+    comm = comm or MPI.COMM_WORLD
+    _check_procs(exp, comm.Get_size(), "this job has")
+    placement = comm.gather(launch.whoami(), root=0)
+
+    def call(**task):
+        return exp.measure(comm=comm, **task)
+
+    if comm.Get_rank() != 0:
+        for task in todo:
+            call(**task)
+        return None
+    df = sweep(exp.NAME, todo, call, progress)
+    df.attrs["meta"] = _meta(exp, profile, comm.Get_size(), "mpiexec", placement, (), extra)
+    return df

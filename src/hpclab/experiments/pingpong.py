@@ -8,11 +8,13 @@ iterations, hugepages``.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pandas as pd
 
 from hpclab import models, profiles, records
-from hpclab.experiments import sweep
+from hpclab.experiments import in_job, on_engines
 
 NAME = "pingpong"
 MIN_PROCS = 2
@@ -57,70 +59,29 @@ def measure(impl, nbytes, warmup, iterations, repetitions, hugepages=False, comm
     return records.rows(NAME, NAME, impl, comm.Get_size(), 1, params, times, METRIC, UNIT)
 
 
-def _meta(profile, impls, nprocs, hugepages, mpi_args, launcher, placement):
-    """Run metadata; ``placement`` is every rank's host and CPU binding (launch.whoami)."""
-    return records.metadata(NAME, profiles.name(profile), {
-        "implementations": list(impls), "nprocs": nprocs, "hugepages": bool(hugepages),
-        "mpi_args": list(mpi_args), "launcher": launcher, "placement": placement,
-        "settings": profiles.get(NAME, profile)})
+def _describe(task):
+    return f"{task['impl']} {task['nbytes']} B"
 
 
-def run(profile=None, impls=IMPLS, n=NPROCS, hugepages=False, mpi_args=(), progress=True,
+def run(profile=None, impls=IMPLS, n=None, hugepages=False, mpi_args=(), progress=True,
         engines=None, timeout=None):
-    """Measure on n MPI engines (started and stopped here unless ``engines`` is given).
+    """Measure on n MPI engines (default NPROCS; started and stopped here unless
+    ``engines`` is given).
 
     Returns the records as a DataFrame; ``df.attrs["meta"]`` holds the metadata
     that :func:`hpclab.records.save` writes beside them.
     """
-    from hpclab import launch
-
-    if n < MIN_PROCS:
-        raise ValueError(f"pingpong needs at least {MIN_PROCS} MPI ranks, got n={n}")
-    todo = tasks(profile, impls, hugepages)
-    timeout = timeout or profiles.get(NAME, profile)["timeout"]
-    owned = engines is None
-    engines = engines or launch.cluster(n=n, timeout=timeout, mpi_args=mpi_args,
-                                        what="pingpong").start()
-    try:
-        def call(**task):
-            what = f"pingpong {task['impl']} {task['nbytes']} B"
-            return engines.run(measure, timeout=timeout, what=what, **task)[0]
-
-        placement = engines.run(launch.whoami, timeout=timeout, what="pingpong placement")
-        df = sweep(NAME, todo, call, progress)
-    finally:
-        if owned:
-            engines.stop()
-    df.attrs["meta"] = _meta(profile, impls, engines.n, hugepages, mpi_args, "ipyparallel",
-                             placement)
-    return df
+    return on_engines(sys.modules[__name__], tasks(profile, impls, hugepages), profile=profile,
+                      n=n, engines=engines, timeout=timeout, mpi_args=mpi_args,
+                      progress=progress, describe=_describe,
+                      extra={"implementations": list(impls), "hugepages": bool(hugepages)})
 
 
 def run_mpi(comm=None, profile=None, impls=IMPLS, hugepages=False, progress=True):
     """The same sweep in this MPI job (under mpiexec); records on rank 0, None elsewhere."""
-    from mpi4py import MPI
-
-    comm = comm or MPI.COMM_WORLD
-    if comm.Get_size() < MIN_PROCS:
-        raise ValueError(f"pingpong needs at least {MIN_PROCS} MPI ranks, this job has "
-                         f"{comm.Get_size()}: run `mpiexec -n 2 python -m hpclab run pingpong`")
-    from hpclab import launch
-
-    todo = tasks(profile, impls, hugepages)
-    rank0 = comm.Get_rank() == 0
-    placement = comm.gather(launch.whoami(), root=0)
-
-    def call(**task):
-        return measure(comm=comm, **task)
-
-    if rank0:
-        df = sweep(NAME, todo, call, progress)
-        df.attrs["meta"] = _meta(profile, impls, comm.Get_size(), hugepages, (), "mpiexec",
-                                 placement)
-        return df
-    for task in todo:
-        call(**task)
-    return None
+    return in_job(sys.modules[__name__], tasks(profile, impls, hugepages), comm=comm,
+                  profile=profile, progress=progress,
+                  extra={"implementations": list(impls), "hugepages": bool(hugepages)})
 
 
 # ----------------------------------------------------------------------------- analysis
