@@ -20,8 +20,8 @@
  * NOTES
  *   As in osu_latency and IMB, each rank sends from its own send buffer and
  *   receives into its own receive buffer (echoing the buffer just received
- *   is up to twice as slow for 16-64 KiB messages with MPICH's shared
- *   memory). Both send buffers hold the same pattern, new each repetition;
+ *   was up to twice as slow for 16-64 KiB messages with MPICH's shared
+ *   memory on a 2-core test machine). Both send buffers hold the same pattern, new each repetition;
  *   both ranks check every received byte after each repetition, outside the
  *   timed loop. It does not measure bidirectional or multi-pair bandwidth.
  */
