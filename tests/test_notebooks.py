@@ -170,7 +170,6 @@ def test_feedback_shows_no_hidden_tests(graded, lab):
     for cell in cells(ROOT / "solutions" / lab / f"{lab}.ipynb"):
         shown, _ = strip_hidden(cell.source)
         visible += shown + "\n"
-        hidden += cell.source.replace(shown, "") if shown != cell.source else ""
         if "BEGIN HIDDEN TESTS" in cell.source:
             hidden += cell.source.split("BEGIN HIDDEN TESTS")[1].split("END HIDDEN TESTS")[0]
     secret = set(re.findall(r"\w{8,}", hidden)) - set(re.findall(r"\w{8,}", visible))

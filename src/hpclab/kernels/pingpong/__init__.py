@@ -14,13 +14,12 @@ trips up to 8 KiB, 10 and 1,000 above.
 """
 import numbers
 
-import numpy as np
-
 from hpclab.kernels import KernelError, check_mpi_match
 
 check_mpi_match()
 
 from . import _pingpong  # noqa: E402
+from ._python import pattern  # noqa: E402
 from ._python import run_pickle as _run_pickle, run_python as _run_python  # noqa: E402
 
 IMPLEMENTATIONS = ("c", "cython", "python", "pickle")
@@ -105,12 +104,6 @@ run_python = _wrap("python", _run_python)
 run_pickle = _wrap("pickle", _run_pickle)
 
 RUNNERS = {"c": run_c, "cython": run_cython, "python": run_python, "pickle": run_pickle}
-
-
-def pattern(nbytes, seed):
-    """The bytes repetition `seed` sends (the same as pingpong.c's pattern)."""
-    i = np.arange(nbytes, dtype=np.uint64)
-    return ((i * np.uint64(131) + np.uint64(seed * 17 + 1)) & np.uint64(0xFF)).astype(np.uint8)
 
 
 __all__ = ["run_c", "run_cython", "run_python", "run_pickle", "RUNNERS", "IMPLEMENTATIONS",

@@ -14,9 +14,14 @@ from ._pingpong import PingPongError
 TAG = 17
 
 
-def _pattern(nbytes, seed):
-    from . import pattern
+def pattern(nbytes, seed):
+    """The bytes repetition `seed` sends (the same as pingpong.c's pattern)."""
+    i = np.arange(nbytes, dtype=np.uint64)
+    return ((i * np.uint64(131) + np.uint64(seed * 17 + 1)) & np.uint64(0xFF)).astype(np.uint8)
 
+
+def _pattern(nbytes, seed):
+    # one level of indirection, so that tests can corrupt what a rank sends
     return pattern(nbytes, seed)
 
 
