@@ -42,7 +42,7 @@ $(STAMP): pyproject.toml setup.py $(KERNEL_SOURCES)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "setuptools>=77" "cython>=3" "mpi4py>=4" "numpy>=1.24" $(MPI_PKG)
 	$(BIN)/python -m pip install -q --no-build-isolation -e ".[$(EXTRAS)]"
-	$(BIN)/python -c "import hpclab.kernels.pingpong"
+	$(BIN)/python -c "import hpclab.kernels.pingpong, hpclab.kernels.ring"
 	@touch $@
 
 book: $(STAMP)

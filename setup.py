@@ -23,7 +23,7 @@ CFLAGS = ["-O3"]
 OPENMP_FLAG = "-fopenmp"
 
 # kernel slug -> needs OpenMP
-KERNELS = {"pingpong": False}
+KERNELS = {"pingpong": False, "ring": False}
 OPENMP_EXTENSIONS = {f"hpclab.kernels.{slug}._{slug}" for slug, omp in KERNELS.items() if omp}
 
 

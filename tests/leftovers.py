@@ -48,12 +48,7 @@ def tagged(tag):
 
 def wait_gone(tag, seconds=20.0):
     """Wait until no tagged process is left; return those still there after `seconds`."""
-    deadline = time.monotonic() + seconds
-    left = tagged(tag)
-    while left and time.monotonic() < deadline:
-        time.sleep(0.5)
-        left = tagged(tag)
-    return left
+    return wait_gone_matching(lambda: tagged(tag), seconds)
 
 
 def kill(procs):
@@ -62,3 +57,13 @@ def kill(procs):
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def wait_gone_matching(find, seconds=20.0):
+    """Like wait_gone, for the processes find() returns."""
+    deadline = time.monotonic() + seconds
+    left = find()
+    while left and time.monotonic() < deadline:
+        time.sleep(0.5)
+        left = find()
+    return left

@@ -25,6 +25,16 @@ SETTINGS = {
         "full": {"sizes": [0] + [1 << k for k in range(23)], "scale": 1, "repetitions": 20,
                  "timeout": 900},
     },
+    "ring": {
+        # payloads in bytes (4: the rank alone); `scale` divides the rings per batch;
+        # rank counts 1 .. cores for timings, 1 .. `check_upto` (oversubscribed) for correctness
+        "quick": {"payloads": [4, 256, 4 * _KIB], "scale": 50, "repetitions": 2, "check_upto": 4,
+                  "timeout": 60},
+        "standard": {"payloads": [4, 64, _KIB, 16 * _KIB, 256 * _KIB, _MIB], "scale": 1,
+                     "repetitions": 5, "check_upto": 8, "timeout": 300},
+        "full": {"payloads": [4] + [1 << k for k in range(4, 23, 2)], "scale": 1,
+                 "repetitions": 10, "check_upto": 8, "timeout": 900},
+    },
 }
 
 

@@ -9,7 +9,7 @@ import json
 from importlib import import_module
 from pathlib import Path
 
-KERNELS = ("pingpong",)
+KERNELS = ("pingpong", "ring")
 
 
 class KernelError(RuntimeError):

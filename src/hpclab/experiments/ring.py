@@ -1,0 +1,274 @@
+"""Ring experiment: time of one full ring against the number of ranks P.
+
+For every P = 1 .. cores (never more: oversubscribed timings are garbage), every
+payload, variant and implementation, one measurement on the first P ranks of the
+engines (or of the mpiexec job). Records: one row per repetition, metric
+``ring_time`` in seconds per full ring, columns ``variant, nbytes, warmup,
+iterations, hugepages, oversubscribed``. For the plain ``send`` variant the run
+first checks that MPI buffers the message (metric ``send_buffered``, 1 or 0) and
+times it only then, so the sweep never deadlocks.
+
+:func:`check` runs every variant on P = 1 .. ``check_upto`` ranks under mpiexec,
+oversubscribed where P exceeds the cores (metric ``correct``, column
+``oversubscribed``): correctness, not timing.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from hpclab import launch, models, profiles, records
+from hpclab.experiments import in_job, on_engines
+
+NAME = "ring"
+MIN_PROCS = 1
+NPROCS = launch.usable_cores()
+IMPLS = ("c", "cython", "python")
+VARIANTS = ("ssend_ordered", "send", "isend", "irecv", "sendrecv")
+METRIC, UNIT = "ring_time", "s"
+_BUFFERED = {}
+
+
+def tasks(profile=None, impls=IMPLS, hugepages=False, max_procs=None, variants=VARIANTS,
+          payloads=None):
+    """The measurements a profile asks for, in the order they run."""
+    from hpclab.kernels.ring import default_iterations
+
+    settings = profiles.get(NAME, profile)
+    unknown = (set(impls) - set(IMPLS)) | (set(variants) - set(VARIANTS))
+    if unknown or not impls or not variants:
+        raise ValueError(f"unknown ring implementation(s) or variant(s) {sorted(unknown)}: "
+                         f"implementations {', '.join(IMPLS)}; variants {', '.join(VARIANTS)}")
+    payloads = settings["payloads"] if payloads is None else list(payloads)
+    max_procs = max_procs or NPROCS
+    out = []
+    for nprocs in range(1, max_procs + 1):
+        for nbytes in payloads:
+            warmup, iterations = default_iterations(nbytes, nprocs)
+            for variant in variants:
+                for impl in impls:
+                    out.append({"impl": impl, "variant": variant, "nprocs": nprocs,
+                                "nbytes": nbytes, "warmup": max(1, warmup // settings["scale"]),
+                                "iterations": max(1, iterations // settings["scale"]),
+                                "repetitions": settings["repetitions"],
+                                "hugepages": bool(hugepages)})
+    return out
+
+
+def _buffered(comm, nbytes):
+    from hpclab.kernels import ring
+
+    key = (comm.Get_size(), nbytes)
+    if key not in _BUFFERED:  # every rank runs the same calls, so the cache agrees
+        _BUFFERED[key] = ring.send_is_buffered(comm, nbytes)
+    return _BUFFERED[key]
+
+
+def measure(impl, variant, nprocs, nbytes, warmup, iterations, repetitions, hugepages=False,
+            comm=None):
+    """One measurement on the first nprocs ranks; the records, on rank 0 only."""
+    from mpi4py import MPI
+
+    from hpclab.kernels import ring
+
+    comm = comm or MPI.COMM_WORLD
+    if not 1 <= nprocs <= comm.Get_size():
+        raise ValueError(f"a ring of {nprocs} ranks needs that many ranks; this communicator "
+                         f"has {comm.Get_size()}")
+    inside = comm.Get_rank() < nprocs
+    sub = comm.Split(0 if inside else MPI.UNDEFINED, comm.Get_rank())
+    if not inside:
+        return []
+    try:
+        params = {"variant": variant, "nbytes": nbytes, "warmup": warmup,
+                  "iterations": iterations, "hugepages": bool(hugepages),
+                  "oversubscribed": nprocs > launch.usable_cores()}
+        rows = []
+        if variant == "send" and nprocs > 1:  # a ring of one exchanges by MPI_Sendrecv
+            ok = _buffered(sub, nbytes)
+            rows += records.rows(NAME, NAME, impl, nprocs, 1, params, [float(ok)],
+                                 "send_buffered", "bool")
+            if not ok:
+                return rows if sub.Get_rank() == 0 else []
+        times = ring.RUNNERS[impl](sub, variant, nbytes, warmup=warmup, iterations=iterations,
+                                   repetitions=repetitions, hugepages=hugepages)
+        rows += records.rows(NAME, NAME, impl, nprocs, 1, params, times, METRIC, UNIT)
+        return rows if sub.Get_rank() == 0 else []
+    finally:
+        sub.Free()
+
+
+def _describe(task):
+    return f"{task['impl']} {task['variant']} P={task['nprocs']} {task['nbytes']} B"
+
+
+def _extra(impls, variants, hugepages):
+    return {"implementations": list(impls), "variants": list(variants),
+            "hugepages": bool(hugepages)}
+
+
+def run(profile=None, impls=IMPLS, variants=VARIANTS, n=None, hugepages=False, mpi_args=(),
+        progress=True, engines=None, timeout=None, check_upto=None):
+    """Measure on n MPI engines (default: all cores), then check correctness up to
+    ``check_upto`` ranks (default: the profile's; 0 skips it) under mpiexec.
+
+    Returns the records as a DataFrame; ``df.attrs["meta"]`` holds the metadata.
+    """
+    n = n or (engines.n if engines is not None else NPROCS)
+    if n > launch.usable_cores():
+        raise ValueError(f"ring timings use at most {launch.usable_cores()} ranks (the cores "
+                         f"of this machine), got n = {n}: oversubscribed timings are "
+                         "meaningless. Correctness beyond that: check_upto=8")
+    todo = tasks(profile, impls, hugepages, n, variants)
+    df = on_engines(sys.modules[__name__], todo, profile=profile, n=n, engines=engines,
+                    timeout=timeout, mpi_args=mpi_args, progress=progress, describe=_describe,
+                    extra=_extra(impls, variants, hugepages))
+    meta = df.attrs["meta"]
+    upto = profiles.get(NAME, profile)["check_upto"] if check_upto is None else check_upto
+    if upto:
+        checked = check(upto, profile=profile, mpi_args=mpi_args, timeout=timeout)
+        df = records.frame(df.to_dict("records") + checked.to_dict("records"))
+        meta["correctness"] = checked.attrs["meta"]
+    df.attrs["meta"] = meta
+    return df
+
+
+def run_mpi(comm=None, profile=None, impls=IMPLS, hugepages=False, progress=True,
+            variants=VARIANTS):
+    """The same sweep in this MPI job, P = 1 .. its size; records on rank 0, None elsewhere."""
+    from mpi4py import MPI
+
+    comm = comm or MPI.COMM_WORLD
+    return in_job(sys.modules[__name__], tasks(profile, impls, hugepages, comm.Get_size(),
+                                               variants),
+                  comm=comm, profile=profile, progress=progress,
+                  extra=_extra(impls, variants, hugepages))
+
+
+def check(upto=8, profile=None, payloads=None, mpi_args=(), timeout=None, progress=False):
+    """Every implementation and safe variant on P = 1 .. upto ranks, under mpiexec.
+
+    Ranks beyond the cores are allowed here (correctness only) and labelled
+    ``oversubscribed``. Returns records with metric ``correct`` (1 or 0); a
+    wrong ring also raises :class:`hpclab.kernels.KernelError` after all runs.
+    """
+    from tqdm.auto import tqdm
+
+    from hpclab.kernels import KernelError
+
+    settings = profiles.get(NAME, profile)
+    payloads = settings["payloads"][:2] if payloads is None else list(payloads)
+    timeout = timeout or settings["timeout"]
+    rows, failures = [], []
+    for p in tqdm(range(1, upto + 1), desc="ring check", disable=not progress, leave=False):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", launch.OversubscriptionWarning)
+            proc = launch.mpirun([sys.executable, "-m", "hpclab.kernels.ring", "--check",
+                                  "--payloads", ",".join(map(str, payloads))],
+                                 n=p, timeout=timeout, mpi_args=mpi_args, check=False,
+                                 what=f"ring correctness on {p} ranks")
+        lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+        if proc.returncode and not any(not r["ok"] for r in lines if r["ok"] is not None):
+            raise launch.MPILaunchError(f"ring correctness on {p} ranks failed "
+                                        f"(exit code {proc.returncode}):\n{proc.stderr[-2000:]}")
+        for r in lines:
+            if r["ok"] is None:
+                continue
+            params = {"variant": r["variant"], "nbytes": r["nbytes"], "warmup": 1,
+                      "iterations": 3, "hugepages": False,
+                      "oversubscribed": p > launch.usable_cores()}
+            rows += records.rows(NAME, NAME, r["impl"], p, 1, params, [float(r["ok"])],
+                                 "correct", "bool")
+            if not r["ok"]:
+                failures.append(r["message"])
+    df = records.frame(rows)
+    df.attrs["meta"] = records.metadata(NAME, profiles.name(profile), {
+        "launcher": "mpiexec", "upto": upto, "payloads": payloads, "mpi_args": list(mpi_args),
+        "cores": launch.usable_cores()})
+    if failures:
+        raise KernelError(f"{len(failures)} ring run(s) came home wrong; first: {failures[0]}")
+    return df
+
+
+# ----------------------------------------------------------------------------- analysis
+
+def timings(df):
+    """Only the timing records (metric ring_time)."""
+    return df[df["metric"] == METRIC]
+
+
+def summary(df):
+    """Median, best and worst time per ring and per step, per implementation, variant,
+    payload and P."""
+    g = timings(df).groupby(["impl", "variant", "nbytes", "nprocs"])["value"]
+    out = g.agg(median="median", best="min", worst="max", reps="count").reset_index()
+    out["step_median"] = out["median"] / out["nprocs"]
+    return out
+
+
+def fit(df, impl="c", variant="irecv", nbytes=4):
+    """``T = lambda * P`` fitted to the median ring times of one implementation,
+    variant and payload (a :class:`hpclab.models.Fit`; lambda in seconds per step)."""
+    s = summary(df)
+    s = s[(s["impl"] == impl) & (s["variant"] == variant) & (s["nbytes"] == nbytes)]
+    if s.empty:
+        raise ValueError(f"no ring timings of {impl} {variant} with {nbytes} B messages")
+    return models.fit(models.RING, s["nprocs"].to_numpy(float), s["median"].to_numpy(float))
+
+
+def fits(df, nbytes=4):
+    """A table of lambda with its 95% interval for every implementation and variant."""
+    out = []
+    s = summary(df)
+    for (impl, variant), _ in s[s["nbytes"] == nbytes].groupby(["impl", "variant"]):
+        try:
+            f = fit(df, impl, variant, nbytes)
+        except models.FitError:  # a single P (a one-core machine): no interval
+            continue
+        lo, hi = f.ci95["lambda"]
+        out.append({"impl": impl, "variant": variant, "lambda": f["lambda"], "lambda_low": lo,
+                    "lambda_high": hi, "points": len(f.x)})
+    return pd.DataFrame(out)
+
+
+def step_fit(df, impl="c", variant="irecv", nprocs=None):
+    """Hockney ``t = lambda + n / B`` fitted to the time per step against the payload,
+    at one P (default: the largest measured)."""
+    s = summary(df)
+    s = s[(s["impl"] == impl) & (s["variant"] == variant)]
+    nprocs = nprocs or int(s["nprocs"].max())
+    s = s[s["nprocs"] == nprocs]
+    return models.fit(models.HOCKNEY, s["nbytes"].to_numpy(float),
+                      s["step_median"].to_numpy(float), sigma="relative")
+
+
+def pingpong_latency(pingpong_df, impl="c", max_bytes=8):
+    """Median one-way PingPong time of small messages (seconds) from pingpong records."""
+    from hpclab.experiments import pingpong
+
+    lat = pingpong.small_message_latency(pingpong_df, max_bytes)
+    if impl not in lat.index:
+        raise ValueError(f"the pingpong records hold no {impl} implementation")
+    return float(lat[impl])
+
+
+def measure_pingpong(engines=None, impl="c", profile=None, timeout=None):
+    """A short PingPong of 0..8-byte messages on engines, for when no records exist."""
+    from hpclab.experiments import pingpong
+
+    settings = profiles.get("pingpong", profile)
+    todo = [t for t in pingpong.tasks(profile, (impl,)) if t["nbytes"] <= 8]
+    return on_engines(pingpong, todo, profile=profile, n=2, engines=engines,
+                      timeout=timeout or settings["timeout"], progress=False,
+                      describe=lambda t: f"{t['impl']} {t['nbytes']} B")
+
+
+def correctness(df):
+    """The correctness runs: one row per implementation, variant, payload and P."""
+    c = df[df["metric"] == "correct"]
+    return c[["impl", "variant", "nbytes", "nprocs", "oversubscribed", "value"]].rename(
+        columns={"value": "correct"}).reset_index(drop=True)

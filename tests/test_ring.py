@@ -1,0 +1,125 @@
+"""The ring experiment: engines and CLI records, correctness runs, the deadlock kept safe."""
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import leftovers
+from hpclab import launch, records
+from hpclab.experiments import ring as exp
+from hpclab.kernels import ring
+
+
+def _ring_processes():
+    import os
+
+    return [p for p in leftovers.tagged(os.environ["HPCLAB_RUN_TAG"])
+            if "hpclab.kernels.ring" in p[1]]
+
+
+@pytest.mark.parametrize("variant,nbytes", [("naive", 4), ("send", 16 << 20)])
+def test_deadlocks_are_stopped_at_the_timeout_and_leave_nothing(variant, nbytes):
+    start = time.monotonic()
+    result = ring.demonstrate_deadlock(n=2, variant=variant, nbytes=nbytes, timeout=6)
+    assert result["deadlocked"], result
+    assert "did not finish within 6 s" in result["message"]
+    assert time.monotonic() - start < 30
+    assert not leftovers.wait_gone_matching(_ring_processes, 10)
+
+
+def test_a_safe_variant_is_not_reported_as_deadlocked():
+    result = ring.demonstrate_deadlock(n=2, variant="irecv", nbytes=4, timeout=60)
+    assert not result["deadlocked"] and result["message"].startswith("ok: irecv ring")
+
+
+def test_a_deadlock_on_engines_raises_and_fresh_engines_follow(engines):
+    from mpi4py import MPI  # noqa: F401  (the engines import it themselves)
+
+    with pytest.raises(TimeoutError, match="did not finish within 4 s"):
+        engines.run(_naive_on_engine, timeout=4, what="the naive ring")
+    assert engines.run(_irecv_on_engine, timeout=60) == [True, True]
+
+
+def _naive_on_engine():
+    from mpi4py import MPI
+
+    from hpclab.kernels import ring as r
+
+    r.run_c(MPI.COMM_WORLD, "naive", 4, warmup=0, iterations=1, repetitions=1,
+            allow_deadlock=True)
+
+
+def _irecv_on_engine():
+    from mpi4py import MPI
+
+    from hpclab.kernels import ring as r
+
+    return bool(r.run_c(MPI.COMM_WORLD, "irecv", 4, warmup=0, iterations=2, repetitions=1)[0] > 0)
+
+
+@pytest.fixture(scope="module")
+def engine_run(engines):
+    return exp.run(profile="quick", engines=engines, progress=False, check_upto=4)
+
+
+def test_engine_run_times_every_variant_up_to_the_cores(engine_run):
+    df = engine_run
+    t = exp.timings(df)
+    assert set(t["variant"]) == set(exp.VARIANTS) and set(t["impl"]) == set(exp.IMPLS)
+    assert set(t["nprocs"]) == {1, 2} and not t["oversubscribed"].any()
+    assert (t["value"] > 0).all()
+    buffered = df[df["metric"] == "send_buffered"]
+    assert set(buffered["nbytes"]) == {4, 256, 4096} and (buffered["nprocs"] == 2).all()
+    meta = df.attrs["meta"]
+    assert meta["launcher"] == "ipyparallel" and meta["variants"] == list(exp.VARIANTS)
+    assert [p["rank"] for p in meta["placement"]] == [0, 1]
+
+
+def test_correctness_runs_go_to_8_ranks_labelled_oversubscribed(engine_run):
+    c = exp.correctness(engine_run)
+    assert set(c["nprocs"]) == {1, 2, 3, 4}
+    assert (c["correct"] == 1).all()
+    assert c.loc[c["nprocs"] > launch.usable_cores(), "oversubscribed"].all()
+    assert not c.loc[c["nprocs"] <= launch.usable_cores(), "oversubscribed"].any()
+    assert engine_run.attrs["meta"]["correctness"]["upto"] == 4
+
+
+def test_fits_and_summary(engine_run):
+    fits = exp.fits(engine_run)
+    assert len(fits) == len(exp.VARIANTS) * len(exp.IMPLS)
+    assert (fits["lambda"] > 0).all()
+    assert (fits["lambda_low"] <= fits["lambda"]).all() and (fits["lambda"] <= fits["lambda_high"]).all()
+    s = exp.summary(engine_run)
+    np.testing.assert_allclose(s["step_median"] * s["nprocs"], s["median"])
+    hockney = exp.step_fit(engine_run, "c", "irecv")
+    assert len(hockney.x) == 3 and hockney["B"] > 0
+
+
+def test_timings_refuse_oversubscription(engines):
+    with pytest.raises(ValueError, match="oversubscribed timings are meaningless"):
+        exp.run(profile="quick", n=launch.usable_cores() + 1, progress=False)
+
+
+def test_pingpong_latency_from_records(engines):
+    pp = exp.measure_pingpong(engines)
+    assert set(pp["nbytes"]) <= {0, 1, 8}
+    assert exp.pingpong_latency(pp) > 0
+
+
+def test_cli_writes_ring_records(tmp_path):
+    r = launch.mpirun([sys.executable, "-m", "hpclab", "run", "ring", "--profile", "quick",
+                       "--out", str(tmp_path), "--quiet"], n=2, timeout=300, what="ring CLI")
+    csvs = list(tmp_path.glob("ring-*.csv"))
+    assert len(csvs) == 1, r.stdout + r.stderr
+    df, meta = records.load(csvs[0])
+    t = exp.timings(df)
+    assert set(t["nprocs"]) == {1, 2} and set(t["variant"]) == set(exp.VARIANTS)
+    assert meta["launcher"] == "mpiexec" and meta["profile"] == "quick"
+
+
+def test_cli_rejects_unknown_implementations(tmp_path):
+    r = launch.mpirun([sys.executable, "-m", "hpclab", "run", "ring", "--impl", "fortran",
+                       "--out", str(tmp_path)], n=2, timeout=120, check=False)
+    assert r.returncode == 1 and "unknown ring implementation" in r.stderr
+    assert "Traceback" not in r.stderr and not list(tmp_path.iterdir())
