@@ -20,7 +20,7 @@ def test_profile_errors_name_the_choices(monkeypatch):
         profiles.get("nope", "quick")
 
 
-@pytest.mark.parametrize("name", ["ulysses_imb_pingpong", "orfeo_pingpong", "hamburg_imb_exchange"])
+@pytest.mark.parametrize("name", reference.names())
 def test_reference_datasets_cite_a_report_and_table_on_every_row(name):
     df = reference.load(name)
     assert len(df) > 0
@@ -34,6 +34,16 @@ def test_reference_tables_match_their_reports():
     assert ul["nbytes"].tolist() == [0] + [2**k for k in range(23)]
     ex = reference.load("hamburg_imb_exchange")
     assert ex.groupby(["mpi", "nprocs"]).size().tolist() == [24, 24, 24, 24]
+    ring = reference.load("orfeo_ring").set_index(["placement", "variant"])["lambda_s"]
+    assert ring[("intranode", "ssend_ordered")] == 1.417544
+    assert ring[("internode", "irecv")] == 1.33861
+
+
+def test_ring_profiles_never_time_beyond_the_checks():
+    for p in profiles.PROFILES:
+        s = profiles.get("ring", p)
+        assert s["payloads"][0] == 4 and all(n % 4 == 0 for n in s["payloads"])
+        assert s["check_upto"] >= 4
 
 
 def test_unknown_dataset_lists_the_known_ones():

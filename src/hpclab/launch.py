@@ -111,6 +111,14 @@ def mpiexec_options(n):
     return args, env
 
 
+def bind_to_core():
+    """mpiexec options that pin each rank to one core, filling one socket first
+    (MPICH's Hydra and Open MPI spell them differently)."""
+    if mpi_family() == "openmpi":
+        return ["--bind-to", "core", "--map-by", "core"]
+    return ["-bind-to", "core", "-map-by", "core"]
+
+
 def whoami():
     """Where this code runs: MPI rank and size, host, process id and the CPUs it may use
     (its binding). Call it on engines, or on every rank of an mpiexec job."""
