@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 AUTOGRADER = ROOT / "autograder"
 LABS = sorted(p.name for p in (ROOT / "solutions").iterdir() if list(p.glob("*.ipynb")))
-MPI_CALLS = {"run", "start", "cluster", "pingpong_check", "reference_pingpong_time"}
+MPI_CALLS = {"run", "start", "cluster", "pingpong_check", "reference_pingpong_time", "ring_check"}
 
 
 def nbgrader_config():

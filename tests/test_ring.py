@@ -96,7 +96,7 @@ def test_fits_and_summary(engine_run):
     assert len(hockney.x) == 3 and hockney["B"] > 0
 
 
-def test_timings_refuse_oversubscription(engines):
+def test_timings_refuse_oversubscription():
     with pytest.raises(ValueError, match="oversubscribed timings are meaningless"):
         exp.run(profile="quick", n=launch.usable_cores() + 1, progress=False)
 
