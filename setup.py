@@ -23,7 +23,10 @@ CFLAGS = ["-O3"]
 OPENMP_FLAG = "-fopenmp"
 
 # kernel slug -> needs OpenMP
-KERNELS = {"pingpong": False, "ring": False}
+KERNELS = {"pingpong": False, "ring": False, "stream": True}
+# per-kernel flags, used when the compiler accepts them (recorded in build_info.json):
+# without this one gcc turns STREAM's copy loop into a call to memcpy
+KERNEL_FLAGS = {"stream": ["-fno-tree-loop-distribute-patterns"]}
 OPENMP_EXTENSIONS = {f"hpclab.kernels.{slug}._{slug}" for slug, omp in KERNELS.items() if omp}
 
 
@@ -100,16 +103,25 @@ class MPIBuildExt(build_ext):
             old = getattr(cc, attr, None)
             if old:
                 cc.set_executable(attr, [mpicc] + old[1:])
+        self.kernel_flags = {}
         for ext in self.extensions:
+            slug = ext.name.split(".")[-2]
             if ext.name in OPENMP_EXTENSIONS:
                 ext.extra_compile_args.append(OPENMP_FLAG)
                 ext.extra_link_args.append(OPENMP_FLAG)
+            for flag in KERNEL_FLAGS.get(slug, []):
+                ok, _ = try_compile([mpicc], "int main(void) { return 0; }\n", [flag, "-Werror"])
+                self.kernel_flags.setdefault(slug, {})[flag] = ok
+                if ok:
+                    ext.extra_compile_args.append(flag)
         super().build_extensions()
         self.write_build_info(mpicc)
 
     def write_build_info(self, mpicc):
         info = {"mpicc": mpicc, "mpicc_show": show_flags(mpicc), "cflags": CFLAGS,
-                "openmp_flag": OPENMP_FLAG, "python": sys.version.split()[0]}
+                "openmp_flag": OPENMP_FLAG, "kernel_flags": self.kernel_flags,
+                "openmp_kernels": sorted(s for s, omp in KERNELS.items() if omp),
+                "python": sys.version.split()[0]}
         # the source tree (editable installs import from it) and the build tree
         for root in {HERE / "src", Path(self.build_lib)}:
             target = root / "hpclab" / "kernels"

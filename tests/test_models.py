@@ -100,3 +100,30 @@ def test_two_segment_needs_enough_sizes():
 def test_bad_sigma_is_rejected():
     with pytest.raises(models.FitError, match="sigma"):
         models.fit(models.HOCKNEY, [1, 2, 3], [1, 2, 3], sigma="weird")
+
+
+@pytest.mark.parametrize("model", [models.SATURATION, models.SATURATION_SMOOTH])
+def test_saturation_models_recover_known_parameters(model):
+    rng = np.random.default_rng(3)
+    n = np.repeat(np.arange(1, 17, dtype=float), 3)
+    truth = {"b1": 12e9, "Bmax": 80e9}
+    y = model(n, *truth.values()) * (1 + 0.01 * rng.standard_normal(n.size))
+    f = models.fit(model, n, y)
+    for name, value in truth.items():
+        lo, hi = f.ci95[name]
+        assert lo <= value <= hi and abs(f[name] / value - 1) < 0.05, (name, f.table())
+    if model is models.SATURATION:
+        assert 6 < models.saturation_threads(f) < 7.5
+
+
+def test_roofline_bounds_by_memory_then_peak():
+    r = models.Roofline(bandwidth=20e9, peak=100e9, source="test")
+    assert r.ridge == 5.0
+    np.testing.assert_allclose(r.bound([0.1, 5, 50]), [2e9, 100e9, 100e9])
+    triad = 2 / 24
+    assert np.isclose(r.time(2e6, 24e6), 24e6 / 20e9)
+    assert np.isclose(models.Roofline(bandwidth=20e9).bound(triad), triad * 20e9)
+    with pytest.raises(ValueError, match="bandwidth must be positive"):
+        models.Roofline(bandwidth=0)
+    with pytest.raises(ValueError, match="intensity"):
+        r.bound(-1)

@@ -25,7 +25,7 @@ def test_reference_datasets_cite_a_report_and_table_on_every_row(name):
     df = reference.load(name)
     assert len(df) > 0
     assert df["source"].str.contains(r"\[report 00\d\]").all()
-    assert df["source"].str.contains(r"Table|Section").all()
+    assert df["source"].str.contains(r"Table|Section|Test Case").all()
     assert reference.cite(name)
 
 

@@ -179,27 +179,39 @@ def mpirun(args, n, timeout=DEFAULT_TIMEOUT, what=None, mpi_args=(), env=None, c
     check_ranks(n, what)
     extra_args, extra_env = mpiexec_options(n)
     cmd = [find_mpiexec(), *extra_args, *map(str, mpi_args), "-n", str(n), *map(str, args)]
-    full_env = {**os.environ, **extra_env, **(env or {})}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=full_env, cwd=cwd, start_new_session=True)
+    result = run_process(cmd, timeout=timeout, what=what, where=f" on {n} MPI ranks",
+                         env={**os.environ, **extra_env, **(env or {})}, cwd=cwd)
+    if check and result.returncode != 0:
+        raise MPILaunchError(
+            f"{what} failed on {n} MPI ranks (exit code {result.returncode}):\n"
+            f"{_tail(result.stderr) or _tail(result.stdout)}")
+    return result
+
+
+def run_process(cmd, timeout, what=None, env=None, cwd=None, where=""):
+    """Run a command in its own process group and return the CompletedProcess (text).
+
+    At the timeout (or on Ctrl-C) the whole group is stopped and TimeoutError
+    (or KeyboardInterrupt) raised: nothing it started is left running.
+    ``env`` is the complete environment (default: this one).
+    """
+    what = what or " ".join(map(str, cmd))
+    proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
+                            start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         out, err = proc.communicate()
         raise TimeoutError(
-            f"{what} did not finish within {timeout:g} s on {n} MPI ranks (a deadlock, or a "
-            f"run too long for its timeout); all of its processes were stopped.\n"
+            f"{what} did not finish within {timeout:g} s{where} (a deadlock, or a run too long "
+            f"for its timeout); all of its processes were stopped.\n"
             f"last output:\n{_tail(out)}{_tail(err)}") from None
     except BaseException:
         _kill_group(proc)
         raise
-    result = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
-    if check and proc.returncode != 0:
-        raise MPILaunchError(
-            f"{what} failed on {n} MPI ranks (exit code {proc.returncode}):\n"
-            f"{_tail(err) or _tail(out)}")
-    return result
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def _tail(text, lines=20):

@@ -17,7 +17,12 @@ name                      formula                          x
 ``ring``                  T(P) = λ · P                     ranks P >= 1
 ``amdahl``                S(N) = 1 / (s + (1 - s) / N)     workers N >= 1
 ``gustafson``             S(N) = N - s (N - 1)             workers N >= 1
+``saturation``            B(n) = min(n b1, Bmax)           threads n >= 1
+``saturation_smooth``     B(n) = Bmax (1 - exp(-n b1/Bmax))  threads n >= 1
 ========================  ===============================  ==================
+
+:class:`Roofline` bounds the performance of a kernel by its arithmetic
+intensity and a measured memory bandwidth (and a peak rate, when known).
 
 :func:`fit_two_segment` fits Hockney twice, below and above a breakpoint chosen
 from the data (an MPI library switches from the eager to the rendezvous
@@ -89,6 +94,19 @@ def _gustafson(n, s):
     return n - s * (n - 1.0)
 
 
+def _saturation(n, b1, bmax):
+    return np.minimum(n * b1, bmax)
+
+
+def _saturation_smooth(n, b1, bmax):
+    return bmax * -np.expm1(-n * b1 / bmax)
+
+
+def _saturation_guess(x, y):
+    i = int(np.argmin(x))
+    return [y[i] / x[i], float(np.max(y))]
+
+
 HOCKNEY = Model("hockney", "T(n) = λ + n/B", _hockney, ("lambda", "B"), _hockney_guess,
                 ([-np.inf, 0.0], [np.inf, np.inf]), 0.0, True, "message size n", "time T")
 EFFECTIVE_BANDWIDTH = Model("effective_bandwidth", "B_eff(n) = n/(λ + n/B)", _beff,
@@ -101,7 +119,60 @@ AMDAHL = Model("amdahl", "S(N) = 1/(s + (1-s)/N)", _amdahl, ("s",), lambda x, y:
 GUSTAFSON = Model("gustafson", "S(N) = N - s(N-1)", _gustafson, ("s",), lambda x, y: [0.1],
                   ([0.0], [1.0]), 1.0, True, "workers N", "scaled speed-up S")
 
-MODELS = {m.name: m for m in (HOCKNEY, EFFECTIVE_BANDWIDTH, RING, AMDAHL, GUSTAFSON)}
+SATURATION = Model("saturation", "B(n) = min(n·b1, Bmax)", _saturation, ("b1", "Bmax"),
+                   _saturation_guess, ([0.0, 0.0], [np.inf, np.inf]), 1.0, True, "threads n",
+                   "bandwidth B")
+SATURATION_SMOOTH = Model("saturation_smooth", "B(n) = Bmax·(1 − exp(−n·b1/Bmax))",
+                          _saturation_smooth, ("b1", "Bmax"), _saturation_guess,
+                          ([0.0, 0.0], [np.inf, np.inf]), 1.0, True, "threads n", "bandwidth B")
+
+MODELS = {m.name: m for m in (HOCKNEY, EFFECTIVE_BANDWIDTH, RING, AMDAHL, GUSTAFSON, SATURATION,
+                              SATURATION_SMOOTH)}
+
+
+def saturation_threads(fit):
+    """Threads at which a saturation fit reaches Bmax: Bmax / b1 (n* of the min model)."""
+    return fit["Bmax"] / fit["b1"]
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """The roofline bound P(I) = min(peak, I · B) of a kernel of arithmetic intensity I.
+
+    ``bandwidth`` in bytes per second (e.g. the measured STREAM triad), ``peak``
+    in floating-point operations per second, or None when unknown (then only
+    the memory bound applies). ``source`` says where the bandwidth came from.
+    """
+
+    bandwidth: float
+    peak: float | None = None
+    source: str = ""
+
+    def __post_init__(self):
+        if not np.isfinite(self.bandwidth) or self.bandwidth <= 0:
+            raise ValueError(f"the bandwidth must be positive, got {self.bandwidth!r}")
+        if self.peak is not None and (not np.isfinite(self.peak) or self.peak <= 0):
+            raise ValueError(f"the peak must be positive or None, got {self.peak!r}")
+
+    def bound(self, intensity):
+        """Attainable flop/s at arithmetic intensity (flops per byte)."""
+        intensity = np.asarray(intensity, dtype=float)
+        if np.any(intensity < 0):
+            raise ValueError("arithmetic intensity must be >= 0 flops per byte")
+        memory = intensity * self.bandwidth
+        return memory if self.peak is None else np.minimum(memory, self.peak)
+
+    def time(self, flops, nbytes):
+        """Least time of a kernel that does `flops` and moves `nbytes`."""
+        t = np.asarray(nbytes, dtype=float) / self.bandwidth
+        if self.peak is not None:
+            t = np.maximum(t, np.asarray(flops, dtype=float) / self.peak)
+        return t
+
+    @property
+    def ridge(self):
+        """Intensity where the bound turns from memory to compute (None without a peak)."""
+        return None if self.peak is None else self.peak / self.bandwidth
 
 
 def effective_bandwidth(n, lam, bandwidth):

@@ -35,6 +35,13 @@ SETTINGS = {
         "full": {"payloads": [4] + [1 << k for k in range(4, 23, 2)], "scale": 1,
                  "repetitions": 10, "check_upto": 8, "timeout": 900},
     },
+    "stream": {
+        # n: doubles per array; None applies STREAM's rule (each array >= 4x all caches).
+        # ntimes: trials, the first not counted (STREAM's NTIMES >= 10 outside `quick`).
+        "quick": {"n": 1 << 18, "ntimes": 3, "binds": ["close", "spread"], "timeout": 120},
+        "standard": {"n": None, "ntimes": 10, "binds": ["close", "spread"], "timeout": 900},
+        "full": {"n": None, "ntimes": 20, "binds": ["close", "spread"], "timeout": 1800},
+    },
 }
 
 

@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 
 from hpclab import launch, profiles, records
 
-EXPERIMENTS = ("pingpong", "ring")
+EXPERIMENTS = ("pingpong", "ring", "stream")
 
 
 def get(name):

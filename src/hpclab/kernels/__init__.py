@@ -9,7 +9,7 @@ import json
 from importlib import import_module
 from pathlib import Path
 
-KERNELS = ("pingpong", "ring")
+KERNELS = ("pingpong", "ring", "stream")
 
 
 class KernelError(RuntimeError):

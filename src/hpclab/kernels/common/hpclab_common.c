@@ -37,6 +37,26 @@ void hpclab_free(void *ptr)
     free(ptr);
 }
 
+void *hpclab_alloc_untouched(size_t nbytes, int hugepages)
+{
+    size_t len = nbytes ? nbytes : 1;
+    void *ptr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    if (ptr == MAP_FAILED)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    if (hugepages)
+        (void)madvise(ptr, len, MADV_HUGEPAGE);
+#endif
+    return ptr;
+}
+
+void hpclab_free_untouched(void *ptr, size_t nbytes)
+{
+    if (ptr)
+        munmap(ptr, nbytes ? nbytes : 1);
+}
+
 int hpclab_fail_together(MPI_Comm comm, int failed, char *errmsg, size_t errlen)
 {
     int rank, nfailed = 0, candidate, first;

@@ -23,6 +23,13 @@
 void *hpclab_alloc(size_t nbytes, int hugepages);
 void hpclab_free(void *ptr);
 
+/* Fresh pages that nobody has touched yet (mmap), so that the first thread to
+ * write a page decides on which NUMA node it lives (first touch). Threaded
+ * kernels initialise such arrays in parallel with the schedule of their loops.
+ * Free with hpclab_free_untouched and the same size. */
+void *hpclab_alloc_untouched(size_t nbytes, int hugepages);
+void hpclab_free_untouched(void *ptr, size_t nbytes);
+
 /* Agree on failure: every rank passes its local error flag and message; the
  * return value is the number of ranks that failed, and errmsg then holds the
  * message of the lowest failing rank on every rank. Collective on comm. */

@@ -1,0 +1,303 @@
+"""STREAM experiment: memory bandwidth against threads, binding, memory placement and ranks.
+
+Three modes, one record format (metric ``time`` in seconds, one row per
+operation and counted trial; columns ``op, mode, bind, cpunodebind, membind,
+n, ntimes, hugepages, rank``):
+
+``threads``  one process per thread count 1 .. cores and per ``OMP_PROC_BIND``
+             (close, spread; ``OMP_PLACES=cores``), started fresh so the OpenMP
+             runtime reads the binding. With more than one NUMA node, also
+             close and distant memory under ``numactl --cpunodebind/--membind``.
+``star``     every MPI rank runs STREAM on its own arrays with one thread, all
+             starting each kernel together (HPCC's StarSTREAM).
+``single``   rank 0 alone while the others wait without polling (SingleSTREAM).
+
+Array sizes follow STREAM's rule in the standard and full profiles: each array
+at least four times all caches together (for ``star``, all ranks' arrays together).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+
+from hpclab import launch, machine, models, profiles, records
+from hpclab.experiments import in_job, on_engines, sweep
+
+NAME = "stream"
+MIN_PROCS = 1
+NPROCS = launch.usable_cores()
+IMPLS = ("c", "cython")
+METRIC, UNIT = "time", "s"
+
+
+def array_elements(profile=None, ranks=1):
+    """Doubles per array (per rank, when ranks > 1) for a profile; refuses sizes that
+    would not fit in half of this machine's memory."""
+    from hpclab.kernels.stream import min_elements
+
+    n = profiles.get(NAME, profile)["n"]
+    if n is None:
+        n = -(-min_elements() // ranks)
+    memory = machine.memory_bytes()
+    if memory and 3 * 8 * n * ranks > memory / 2:
+        raise ValueError(
+            f"STREAM's rule asks for three arrays of {n * 8 / 1e9:.1f} GB on each of {ranks} "
+            f"rank(s), more than half of this machine's {memory / 1e9:.0f} GB of memory: use "
+            "--profile quick, or call the kernel with a smaller n and say so with the results")
+    return int(n)
+
+
+def numa_pairs():
+    """(cpunodebind, membind) pairs for close and distant memory: [] with one NUMA node."""
+    ids = sorted(machine.numa_nodes())
+    if len(ids) < 2:
+        return []
+    return [(ids[0], ids[0]), (ids[0], ids[1]), (ids[1], ids[1]), (ids[1], ids[0])]
+
+
+def tasks(profile=None, impls=IMPLS, hugepages=False, threads=None, ranks=None):
+    """The measurements a profile asks for, in the order they run."""
+    settings = profiles.get(NAME, profile)
+    unknown = set(impls) - set(IMPLS)
+    if unknown or not impls:
+        raise ValueError(f"unknown stream implementation(s) {sorted(unknown)}: choose from "
+                         f"{', '.join(IMPLS)}")
+    threads = list(threads or range(1, launch.usable_cores() + 1))
+    n = array_elements(profile)
+    base = {"ntimes": settings["ntimes"], "hugepages": bool(hugepages)}
+    out = []
+    for nt in threads:
+        for bind in settings["binds"]:
+            for impl in impls:
+                out.append({"mode": "threads", "impl": impl, "threads": nt, "bind": bind,
+                            "n": n, **base})
+    pairs = numa_pairs()
+    if pairs and shutil.which("numactl"):
+        for nt in threads:
+            for cpu, mem in pairs:
+                for impl in impls:
+                    out.append({"mode": "threads", "impl": impl, "threads": nt, "bind": "close",
+                                "n": n, "cpunodebind": cpu, "membind": mem, **base})
+    if ranks:
+        per_rank = array_elements(profile, ranks)
+        for mode in ("star", "single") if ranks > 1 else ("single",):
+            for impl in impls:
+                out.append({"mode": mode, "impl": impl, "threads": 1, "bind": "none",
+                            "n": per_rank, **base})
+    return out
+
+
+def _clean_env(env):
+    """This environment without the variables of a surrounding MPI job or OpenMP setting."""
+    drop = ("PMI_", "PMIX_", "HYDRA_", "MPIR_", "OMPI_COMM_", "OMPI_MCA_orte", "OMP_")
+    return {k: v for k, v in env.items() if not k.startswith(drop)}
+
+
+def run_threads(impl, threads, bind, n, ntimes, hugepages=False, cpunodebind=None,
+                membind=None, timeout=600):
+    """One threaded STREAM run in a fresh process; its result as a dict."""
+    env = _clean_env(os.environ)
+    env.update(OMP_NUM_THREADS=str(threads), OMP_PLACES="cores", OMP_PROC_BIND=bind)
+    cmd = [sys.executable, "-m", "hpclab.kernels.stream", "--impl", impl, "--threads",
+           str(threads), "--n", str(n), "--ntimes", str(ntimes)]
+    if hugepages:
+        cmd.append("--hugepages")
+    if cpunodebind is not None:
+        if not shutil.which("numactl"):
+            raise RuntimeError("close and distant memory need numactl (apt-get install numactl)")
+        cmd = ["numactl", f"--cpunodebind={cpunodebind}", f"--membind={membind}", *cmd]
+    proc = launch.run_process(cmd, timeout=timeout, env=env,
+                              what=f"STREAM {impl} with {threads} thread(s), {bind}")
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    result = json.loads(lines[-1]) if lines else {"error": proc.stderr.strip()[-2000:]}
+    if "error" in result:
+        from hpclab.kernels import KernelError
+
+        raise KernelError(f"STREAM {impl} with {threads} thread(s) failed: {result['error']}")
+    return result
+
+
+def _rows(impl, nprocs, nthreads, params, times, rank=0):
+    from hpclab.kernels.stream import OPS
+
+    out = []
+    for i, op in enumerate(OPS):
+        out += records.rows(NAME, NAME, impl, nprocs, nthreads, {**params, "op": op,
+                                                                  "rank": rank},
+                            times[i], METRIC, UNIT)
+    return out
+
+
+def _idle_wait(comm):
+    """Wait for the other ranks without spinning a core (MPICH polls in MPI_Barrier)."""
+    req = comm.Ibarrier()
+    while not req.Test():
+        time.sleep(0.005)
+
+
+def measure(mode, impl, threads, bind, n, ntimes, hugepages=False, cpunodebind=None,
+            membind=None, comm=None, timeout=600):
+    """One measurement; the records on rank 0 of comm (all of them without comm)."""
+    from hpclab.kernels import stream
+
+    params = {"mode": mode, "bind": bind, "n": n, "ntimes": ntimes, "hugepages": bool(hugepages),
+              "cpunodebind": -1 if cpunodebind is None else cpunodebind,
+              "membind": -1 if membind is None else membind}
+    if comm is None and mode != "threads":
+        from mpi4py import MPI
+
+        comm = MPI.COMM_WORLD
+    rank = 0 if comm is None else comm.Get_rank()
+    size = 1 if comm is None else comm.Get_size()
+    if mode == "threads":
+        rows = []
+        if rank == 0:
+            result = run_threads(impl, threads, bind, n, ntimes, hugepages, cpunodebind,
+                                 membind, timeout)
+            times = np.asarray(result["times"])  # the counted trials (the first is dropped)
+            params["openmp_bind"] = result["openmp"]["proc_bind"]
+            rows = _rows(impl, 1, threads, params, times)
+        if comm is not None:
+            _idle_wait(comm)
+        return rows
+    if mode == "star":
+        times = stream.RUNNERS[impl](n, ntimes, 1, hugepages, comm=comm)
+        everyone = comm.gather(times, root=0)
+        if rank != 0:
+            return []
+        return [row for r, t in enumerate(everyone) for row in _rows(impl, size, 1, params, t, r)]
+    if mode == "single":
+        rows = []
+        if rank == 0:
+            rows = _rows(impl, size, 1, params, stream.RUNNERS[impl](n, ntimes, 1, hugepages))
+        _idle_wait(comm)
+        return rows
+    raise ValueError(f"unknown stream mode {mode!r}: threads, star or single")
+
+
+def _describe(task):
+    where = (f" cpu node {task['cpunodebind']} mem node {task['membind']}"
+             if "cpunodebind" in task else "")
+    return f"{task['mode']} {task['impl']} {task['threads']} thread(s) {task['bind']}{where}"
+
+
+def _extra(impls, hugepages, n):
+    from hpclab.kernels import build_info
+
+    info = build_info()
+    return {"implementations": list(impls), "hugepages": bool(hugepages),
+            "doubles_per_array": n, "cache_bytes": machine.total_cache_bytes(),
+            "numa_nodes": len(machine.numa_nodes() or []) or 1,
+            "numactl": bool(shutil.which("numactl")),
+            "kernel_flags": info.get("kernel_flags", {}).get("stream", {}),
+            "write_allocate_counted": False}
+
+
+def run(profile=None, impls=IMPLS, threads=None, hugepages=False, mpi=True, n=None,
+        engines=None, progress=True, timeout=None):
+    """Thread scaling (and close/distant memory) in fresh processes, then StarSTREAM and
+    SingleSTREAM on n MPI engines (default: all cores; ``mpi=False`` skips them)."""
+    settings = profiles.get(NAME, profile)
+    timeout = timeout or settings["timeout"]
+    todo = tasks(profile, impls, hugepages, threads)
+    df = sweep(NAME, todo, lambda **t: measure(**t, timeout=timeout), progress)
+    meta = records.metadata(NAME, profiles.name(profile), {
+        "launcher": "subprocess", "settings": settings, "cores": launch.usable_cores(),
+        **_extra(impls, hugepages, array_elements(profile))})
+    if mpi:
+        ranks = n or (engines.n if engines is not None else NPROCS)
+        mpi_tasks = [t for t in tasks(profile, impls, hugepages, [1], ranks)
+                     if t["mode"] != "threads"]
+        mdf = on_engines(sys.modules[__name__], mpi_tasks, profile=profile, n=ranks,
+                         engines=engines, timeout=timeout, progress=progress,
+                         describe=_describe)
+        meta["mpi"] = mdf.attrs["meta"]
+        df = records.frame(df.to_dict("records") + mdf.to_dict("records"))
+    df.attrs["meta"] = meta
+    return df
+
+
+def run_mpi(comm=None, profile=None, impls=IMPLS, hugepages=False, progress=True):
+    """The same experiment in this MPI job (``python -m hpclab run stream``): rank 0
+    starts the threaded runs while the others wait idle, then all ranks run StarSTREAM
+    and SingleSTREAM. Records on rank 0, None elsewhere."""
+    from mpi4py import MPI
+
+    comm = comm or MPI.COMM_WORLD
+    todo = tasks(profile, impls, hugepages, None, comm.Get_size())
+    return in_job(sys.modules[__name__], todo, comm=comm, profile=profile, progress=progress,
+                  extra=_extra(impls, hugepages, array_elements(profile)))
+
+
+# ----------------------------------------------------------------------------- analysis
+
+def bandwidths(df):
+    """The records with a ``bandwidth`` column in bytes per second (STREAM's byte counts)."""
+    from hpclab.kernels.stream import BYTES_PER_ELEMENT
+
+    t = df[df["metric"] == METRIC].copy()
+    t["bandwidth"] = t["op"].map(BYTES_PER_ELEMENT) * t["n"] / t["value"]
+    return t
+
+
+def summary(df, mode="threads"):
+    """Best (STREAM's number), median and worst bandwidth in GB/s per implementation,
+    operation, threads, binding and memory placement."""
+    b = bandwidths(df)
+    b = b[b["mode"] == mode]
+    keys = ["impl", "op", "nthreads", "bind", "cpunodebind", "membind"]
+    g = b.groupby(keys)["bandwidth"]
+    out = g.agg(best="max", median="median", worst="min", trials="count").reset_index()
+    for c in ("best", "median", "worst"):
+        out[c] = out[c] / 1e9
+    return out
+
+
+def mpi_summary(df):
+    """StarSTREAM (per rank, and all ranks together) and SingleSTREAM in GB/s."""
+    b = bandwidths(df)
+    rows = []
+    for (impl, op), g in b[b["mode"] == "star"].groupby(["impl", "op"]):
+        per_trial = g.groupby("rep")["bandwidth"].sum()  # ranks started each trial together
+        per_rank = g.groupby("rank")["bandwidth"].max()
+        rows.append({"impl": impl, "op": op, "ranks": int(g["nprocs"].iloc[0]),
+                     "star_per_rank": per_rank.mean() / 1e9, "star_total": per_trial.max() / 1e9})
+    star = pd.DataFrame(rows)
+    single = (b[b["mode"] == "single"].groupby(["impl", "op"])["bandwidth"].max() / 1e9)
+    if star.empty:
+        return single.rename("single").reset_index()
+    return star.merge(single.rename("single").reset_index(), on=["impl", "op"], how="left")
+
+
+def fit_saturation(df, impl="c", op="triad", bind=None, smooth=False):
+    """The saturation model fitted to every counted trial's bandwidth against threads
+    (both bindings unless ``bind`` is given). Bandwidth in bytes per second."""
+    b = bandwidths(df)
+    b = b[(b["mode"] == "threads") & (b["impl"] == impl) & (b["op"] == op)
+          & (b["membind"] == b["cpunodebind"])]
+    if bind is not None:
+        b = b[b["bind"] == bind]
+    if b.empty:
+        raise ValueError(f"no threaded STREAM records of {impl} {op}")
+    model = models.SATURATION_SMOOTH if smooth else models.SATURATION
+    return models.fit(model, b["nthreads"].to_numpy(float), b["bandwidth"].to_numpy(float))
+
+
+def roofline(df, impl="c", peak=None):
+    """A :class:`hpclab.models.Roofline` from the best measured triad bandwidth (all
+    threads), for the chapters whose kernels are bound by memory."""
+    s = summary(df)
+    s = s[(s["impl"] == impl) & (s["op"] == "triad") & (s["membind"] == s["cpunodebind"])]
+    if s.empty:
+        raise ValueError(f"no threaded STREAM triad records of {impl}")
+    best = s.loc[s["best"].idxmax()]
+    return models.Roofline(bandwidth=float(best["best"]) * 1e9, peak=peak,
+                           source=f"STREAM triad, {impl}, {int(best['nthreads'])} thread(s), "
+                                  f"{best['bind']}")

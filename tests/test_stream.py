@@ -1,0 +1,92 @@
+"""The STREAM experiment: threaded runs in fresh processes, MPI modes, CLI records, models."""
+import sys
+
+import numpy as np
+import pytest
+
+from hpclab import launch, machine, models, records
+from hpclab.experiments import stream as exp
+from hpclab.kernels import KernelError, stream
+
+
+@pytest.fixture(scope="module")
+def quick(engines):
+    return exp.run(profile="quick", engines=engines, progress=False)
+
+
+def test_every_thread_count_binding_and_operation_is_recorded(quick):
+    t = quick[(quick["metric"] == "time") & (quick["mode"] == "threads")]
+    cores = launch.usable_cores()
+    assert set(t["nthreads"]) == set(range(1, cores + 1))
+    assert set(t["bind"]) == {"close", "spread"} and set(t["op"]) == set(stream.OPS)
+    assert set(t["openmp_bind"]) == {"close", "spread"}  # the runtime really used them
+    ntimes = quick.attrs["meta"]["settings"]["ntimes"]
+    assert (t.groupby(["impl", "op", "nthreads", "bind"]).size() == ntimes - 1).all()
+
+
+def test_mpi_modes_are_recorded_per_rank(quick, engines):
+    star = quick[quick["mode"] == "star"]
+    assert set(star["rank"]) == set(range(engines.n)) and (star["nprocs"] == engines.n).all()
+    ms = exp.mpi_summary(quick)
+    assert set(ms["op"]) == set(stream.OPS)
+    assert (ms["star_total"] >= ms["star_per_rank"]).all() and (ms["single"] > 0).all()
+
+
+def test_metadata_says_how_it_was_measured(quick):
+    meta = quick.attrs["meta"]
+    assert meta["write_allocate_counted"] is False
+    assert meta["kernel_flags"] == {"-fno-tree-loop-distribute-patterns": True}
+    assert meta["numa_nodes"] == (len(machine.numa_nodes()) or 1)
+    assert meta["mpi"]["launcher"] == "ipyparallel"
+
+
+def test_summary_fit_and_roofline(quick):
+    s = exp.summary(quick)
+    assert (s["best"] >= s["median"]).all() and (s["median"] >= s["worst"]).all()
+    fit = exp.fit_saturation(quick)
+    assert fit["b1"] > 0 and fit["Bmax"] > 0
+    roof = exp.roofline(quick)
+    assert isinstance(roof, models.Roofline) and "triad" in roof.source
+    assert np.isclose(roof.bound(2 / 24), roof.bandwidth * 2 / 24)
+
+
+def test_standard_profile_follows_streams_array_rule():
+    n = exp.array_elements("standard")
+    assert n * 8 >= 4 * machine.total_cache_bytes()
+    assert exp.array_elements("standard", ranks=2) * 2 >= n
+
+
+def test_too_large_arrays_are_refused_before_anything_runs(monkeypatch):
+    monkeypatch.setattr(machine, "memory_bytes", lambda: 1 << 20)
+    with pytest.raises(ValueError, match="more than half of this machine's"):
+        exp.array_elements("standard")
+
+
+def test_a_failing_threaded_run_raises_a_kernel_error():
+    with pytest.raises(KernelError, match="ntimes must be between"):
+        exp.run_threads("c", 1, "close", 100, 1, timeout=60)
+
+
+def test_cli_writes_records_for_all_four_kernels(tmp_path):
+    proc = launch.run_process([sys.executable, "-m", "hpclab", "run", "stream", "--profile",
+                               "quick", "--out", str(tmp_path), "--quiet"], timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    df, meta = records.load(next(tmp_path.glob("stream-*.csv")))
+    assert set(df["op"]) == set(stream.OPS) and set(df["impl"]) == set(exp.IMPLS)
+    assert set(df["mode"]) == {"threads", "single"}
+    assert meta["launcher"] == "mpiexec" and meta["doubles_per_array"] == 1 << 18
+
+
+def test_missing_openmp_is_explained(tmp_path, root):
+    """A compiler without OpenMP stops the build with what to install, not a traceback."""
+    fake = tmp_path / "mpicc"
+    fake.write_text("#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = -fopenmp ] && "
+                    "{ echo 'unsupported option -fopenmp' >&2; exit 1; }; done\n"
+                    f"exec {launch.shutil.which('mpicc')} \"$@\"\n")
+    fake.chmod(0o755)
+    code = (root / "setup.py").read_text().split("\ndef extensions")[0]
+    ns = {"__name__": "setup_probe", "__file__": str(root / "setup.py")}
+    exec(compile(code, "setup.py", "exec"), ns)
+    ns["check_toolchain"](str(fake), need_openmp=False)  # MPI alone still compiles
+    with pytest.raises(SystemExit, match="(?s)does not support OpenMP.*install libomp"):
+        ns["check_toolchain"](str(fake), need_openmp=True)
