@@ -28,7 +28,7 @@ help:
 	@echo "make lab       open the lab notebooks in JupyterLab"
 	@echo "make release   regenerate labs/ from solutions/ (instructors)"
 	@echo "make grade     autograde autograder/submitted/*/<lab> (instructors)"
-	@echo "make bench     PingPong: C, Cython, mpi4py and mpi4py.bench side by side"
+	@echo "make bench     PingPong and STREAM: our kernels and outside references side by side"
 	@echo "make setup     only create .venv and build the kernels (MPI=system: use your mpicc)"
 
 setup: $(STAMP)
@@ -63,6 +63,7 @@ grade: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m hpclab.bench pingpong
+	$(BIN)/python -m hpclab.bench stream
 
 clean:
 	rm -rf _build build src/*.egg-info autograder/autograded autograder/feedback autograder/grades.csv
