@@ -63,7 +63,7 @@ grade: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m hpclab.bench pingpong
-	$(BIN)/python -m hpclab.bench stream
+	$(BIN)/python -m hpclab.bench stream $(if $(STREAM_C),--stream-c $(STREAM_C))
 
 clean:
 	rm -rf _build build src/*.egg-info autograder/autograded autograder/feedback autograder/grades.csv

@@ -98,3 +98,23 @@ def ring_check(engines, ring_func, nprocs, repeats=20, timeout=60):
                 if r is not None]
     ok = all(r["got"] is not None and r["got"] == r["want"] for r in per_rank)
     return {"ok": ok, "ranks": per_rank, "time": max(r["time"] for r in per_rank)}
+
+
+def stream_triad_check(triad, n, threads=1, scalar=3.0, seed=1):
+    """Call ``triad(a, b, c, scalar, threads)`` on arrays of n doubles and check it.
+
+    Returns a dict: ``correct`` (a equals b + scalar * c to rounding),
+    ``inputs_untouched`` (b and c unchanged), ``seconds`` (one call).
+    """
+    import time
+
+    rng = np.random.default_rng(seed)
+    b, c = rng.standard_normal(n), rng.standard_normal(n)
+    b0, c0 = b.copy(), c.copy()
+    a = np.full(n, np.nan)
+    t0 = time.perf_counter()
+    triad(a, b, c, float(scalar), int(threads))
+    seconds = time.perf_counter() - t0
+    return {"correct": bool(np.allclose(a, b0 + scalar * c0, rtol=1e-12, atol=0)),
+            "inputs_untouched": bool(np.array_equal(b, b0) and np.array_equal(c, c0)),
+            "seconds": seconds}
