@@ -8,6 +8,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from IPython.core.inputtransformer2 import TransformerManager
 
 ROOT = Path(__file__).resolve().parents[1]
 AUTOGRADER = ROOT / "autograder"
@@ -90,7 +91,7 @@ def test_every_mpi_call_has_a_timeout_below_the_cell_timeout(lab):
     for cell in cells(ROOT / "solutions" / lab / f"{lab}.ipynb"):
         if cell.cell_type != "code":
             continue
-        tree = ast.parse(cell.source)
+        tree = ast.parse(TransformerManager().transform_cell(cell.source))  # magics too
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
                 for target in node.targets:

@@ -90,3 +90,12 @@ def test_missing_openmp_is_explained(tmp_path, root):
     ns["check_toolchain"](str(fake), need_openmp=False)  # MPI alone still compiles
     with pytest.raises(SystemExit, match="(?s)does not support OpenMP.*install libomp"):
         ns["check_toolchain"](str(fake), need_openmp=True)
+
+
+def test_two_numa_nodes_give_close_and_distant_runs_within_a_node(monkeypatch):
+    monkeypatch.setattr(machine, "numa_nodes", lambda: {0: [0], 1: [1]})
+    monkeypatch.setattr(exp.shutil, "which", lambda name: f"/usr/bin/{name}")
+    todo = exp.tasks("quick", ("c",), threads=[1, 2])
+    placed = [t for t in todo if "membind" in t]
+    assert {(t["cpunodebind"], t["membind"]) for t in placed} == {(0, 0), (0, 1), (1, 1), (1, 0)}
+    assert {t["threads"] for t in placed} == {1}  # one core per node here

@@ -80,8 +80,11 @@ def tasks(profile=None, impls=IMPLS, hugepages=False, threads=None, ranks=None):
                             "n": n, **base})
     pairs = numa_pairs()
     if pairs and shutil.which("numactl"):
+        nodes = machine.numa_nodes()
         for nt in threads:
             for cpu, mem in pairs:
+                if nt > len(nodes[cpu]):  # the threads must fit on the node's cores
+                    continue
                 for impl in impls:
                     out.append({"mode": "threads", "impl": impl, "threads": nt, "bind": "close",
                                 "n": n, "cpunodebind": cpu, "membind": mem, **base})
