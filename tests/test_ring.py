@@ -80,6 +80,8 @@ def test_correctness_runs_go_to_8_ranks_labelled_oversubscribed(engine_run):
     c = exp.correctness(engine_run)
     assert set(c["nprocs"]) == {1, 2, 3, 4}
     assert (c["correct"] == 1).all()
+    per_p = c.groupby("nprocs").size()
+    assert (per_p == per_p.max()).all(), "every variant is checked at every P, a ring of one too"
     assert c.loc[c["nprocs"] > launch.usable_cores(), "oversubscribed"].all()
     assert not c.loc[c["nprocs"] <= launch.usable_cores(), "oversubscribed"].any()
     assert engine_run.attrs["meta"]["correctness"]["upto"] == 4
