@@ -143,3 +143,13 @@ def caption(meta):
     m = meta.get("machine", {})
     return (f"Measured on {machine.summary(m)}; profile {meta.get('profile')}, "
             f"{meta.get('utc_time')}, THP {m.get('transparent_hugepages')}.")
+
+
+def put(name, value):
+    """Glue a computed value for a book page's text (myst-nb); numpy scalars become plain
+    Python numbers, which is what glue's format specs (``{glue:text}`x:.2f```) need."""
+    from myst_nb import glue
+
+    if not isinstance(value, str):
+        value = int(value) if isinstance(value, (int, np.integer)) else float(value)
+    glue(name, value, display=False)

@@ -16,6 +16,15 @@ class KernelError(RuntimeError):
     """A kernel produced a wrong answer or could not run; raised on every rank."""
 
 
+def agree(comm, message, error=None):
+    """Fail together (the mpi4py kernels' hpclab_fail_together): every rank passes its
+    problem or None, and every rank raises ``error`` when any rank has one, naming the
+    lowest such rank. Collective on comm."""
+    for rank, text in enumerate(comm.allgather(message)):
+        if text:
+            raise (error or KernelError)(f"rank {rank}: {text}")
+
+
 class BuildMismatchError(ImportError):
     """The kernels were compiled against another MPI than the one mpi4py loaded."""
 

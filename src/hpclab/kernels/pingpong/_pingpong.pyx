@@ -7,12 +7,13 @@ checks arguments, rather than this module.
 """
 import numpy as np
 
-from libc.string cimport memset, strncpy
+from libc.string cimport memset
 from mpi4py cimport MPI
 from mpi4py.libmpi cimport (MPI_Comm, MPI_Comm_rank, MPI_Comm_size, MPI_Send, MPI_Recv,
                             MPI_Barrier, MPI_Allreduce, MPI_Wtime, MPI_BYTE, MPI_DOUBLE,
                             MPI_MAX, MPI_STATUS_IGNORE)
-from hpclab_common cimport HPCLAB_ERRLEN, hpclab_alloc, hpclab_free, hpclab_fail_together
+from hpclab_common cimport (HPCLAB_ERRLEN, hpclab_alloc, hpclab_free, hpclab_fail_together,
+                            hpclab_set_errmsg)
 
 cdef extern from "pingpong.h" nogil:
     int hpclab_pingpong(MPI_Comm comm, size_t nbytes, int warmup, int iterations,
@@ -48,12 +49,6 @@ def run_c(MPI.Comm comm not None, Py_ssize_t nbytes, int warmup, int iterations,
     if status:
         raise PingPongError(errmsg.decode(errors="replace"))
     return np.asarray(times)
-
-
-cdef void _set_message(char *dst, str text):
-    cdef bytes raw = text.encode()
-    strncpy(dst, raw, HPCLAB_ERRLEN - 1)
-    dst[HPCLAB_ERRLEN - 1] = 0
 
 
 cdef inline void _round_trips(MPI_Comm comm, int rank, unsigned char *sbuf,
@@ -98,7 +93,7 @@ def run_cython(MPI.Comm comm not None, Py_ssize_t nbytes, int warmup, int iterat
         rbuf = <unsigned char *>hpclab_alloc(nbytes, hugepages)
         if sbuf == NULL or rbuf == NULL:
             failed = 1
-            _set_message(errmsg, f"cannot allocate two buffers of {nbytes} bytes")
+            hpclab_set_errmsg(errmsg, f"cannot allocate two buffers of {nbytes} bytes")
     try:
         with nogil:
             if hpclab_fail_together(c, failed, errmsg, HPCLAB_ERRLEN):
@@ -131,7 +126,7 @@ def run_cython(MPI.Comm comm not None, Py_ssize_t nbytes, int warmup, int iterat
                     if bad < nbytes:
                         failed = 1
                         with gil:
-                            _set_message(errmsg,
+                            hpclab_set_errmsg(errmsg,
                                          f"repetition {r} of a {nbytes}-byte message: byte {bad} "
                                          f"is {rbuf[bad]}, expected "
                                          f"{hpclab_pingpong_pattern(bad, seed)}")

@@ -7,6 +7,7 @@ come from hpclab_alloc, like the C and Cython implementations'.
 import numpy as np
 from mpi4py import MPI
 
+from hpclab.kernels import agree
 from hpclab.kernels.common._common import Buffer
 
 from ._pingpong import PingPongError
@@ -23,14 +24,6 @@ def pattern(nbytes, seed):
 def _pattern(nbytes, seed):
     # one level of indirection, so that tests can corrupt what a rank sends
     return pattern(nbytes, seed)
-
-
-def _agree(comm, message):
-    """Fail together: every rank raises when any rank has a message."""
-    messages = comm.allgather(message)
-    for rank, text in enumerate(messages):
-        if text:
-            raise PingPongError(f"rank {rank}: {text}")
 
 
 def _check_received(got, expected, rep, nbytes):
@@ -71,7 +64,8 @@ def run_python(comm, nbytes, warmup, iterations, repetitions, hugepages):
         round_trips(iterations)
         elapsed = (MPI.Wtime() - t0) / (2.0 * iterations) if rank < 2 else 0.0
         times[r] = comm.allreduce(elapsed, op=MPI.MAX)
-        _agree(comm, _check_received(recv, expected, r, nbytes) if rank < 2 else None)
+        agree(comm, _check_received(recv, expected, r, nbytes) if rank < 2 else None,
+              PingPongError)
     return times
 
 
@@ -116,5 +110,5 @@ def run_pickle(comm, nbytes, warmup, iterations, repetitions, hugepages):
                            f"expected {nbytes} bytes")
             else:
                 problem = _check_received(np.frombuffer(received, np.uint8), expected, r, nbytes)
-        _agree(comm, problem)
+        agree(comm, problem, PingPongError)
     return times

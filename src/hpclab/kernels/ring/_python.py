@@ -6,19 +6,13 @@ step of the ring. Buffers come from hpclab_alloc, like the C and Cython ones.
 import numpy as np
 from mpi4py import MPI
 
+from hpclab.kernels import agree
 from hpclab.kernels.common._common import Buffer
 
 from ._ring import TAG_LEFT, TAG_RIGHT, VARIANTS, RingError, _fault, expected, pattern
 
 RIGHT, LEFT = 0, 1
 NAMES = ("from the left", "from the right")
-
-
-def _agree(comm, message):
-    """Fail together: every rank raises when any rank has a message."""
-    for rank, text in enumerate(comm.allgather(message)):
-        if text:
-            raise RingError(f"rank {rank}: {text}")
 
 
 def _exchange(cart, rank, size, left, right, variant, sr, sl, rr, rl):
@@ -104,7 +98,8 @@ def run_python(comm, variant, nbytes, warmup, iterations, repetitions, hugepages
                 wrong += bad
             elapsed = (MPI.Wtime() - t0) / iterations
             times[r] = cart.allreduce(elapsed, op=MPI.MAX)
-            _agree(cart, _check_home(home, rank, size, count, r, want, wrong, iterations))
+            agree(cart, _check_home(home, rank, size, count, r, want, wrong, iterations),
+                  RingError)
         return times
     finally:
         cart.Free()

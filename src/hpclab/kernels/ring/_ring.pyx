@@ -8,14 +8,15 @@ hpclab.kernels.ring, which checks arguments, rather than this module.
 import numpy as np
 
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
-from libc.string cimport memset, strncpy
+from libc.string cimport memset
 from mpi4py cimport MPI
 from mpi4py.libmpi cimport (MPI_Comm, MPI_Request, MPI_COMM_NULL, MPI_Comm_rank, MPI_Comm_size,
                             MPI_Comm_free, MPI_Cart_create, MPI_Cart_shift, MPI_Send, MPI_Ssend,
                             MPI_Recv, MPI_Isend, MPI_Irecv, MPI_Sendrecv, MPI_Waitall,
                             MPI_Barrier, MPI_Allreduce, MPI_Wtime, MPI_INT32_T, MPI_DOUBLE,
                             MPI_MAX, MPI_STATUS_IGNORE, MPI_STATUSES_IGNORE)
-from hpclab_common cimport HPCLAB_ERRLEN, hpclab_alloc, hpclab_free, hpclab_fail_together
+from hpclab_common cimport (HPCLAB_ERRLEN, hpclab_alloc, hpclab_free, hpclab_fail_together,
+                            hpclab_set_errmsg)
 
 cdef extern from "ring.h" nogil:
     enum:
@@ -194,12 +195,6 @@ cdef str _check_home(Ring *g, int32_t **home, int rep):
     return ""
 
 
-cdef void _set_message(char *dst, str text):
-    cdef bytes raw = text.encode()
-    strncpy(dst, raw, HPCLAB_ERRLEN - 1)
-    dst[HPCLAB_ERRLEN - 1] = 0
-
-
 def run_cython(MPI.Comm comm not None, int variant, Py_ssize_t nbytes, int warmup,
                int iterations, int repetitions, bint hugepages=False):
     """The same measurement written in Cython against mpi4py's libmpi cimports."""
@@ -241,7 +236,7 @@ def run_cython(MPI.Comm comm not None, int variant, Py_ssize_t nbytes, int warmu
                     g.origin[d][i] = hpclab_ring_pattern(g.rank, i, d)
             if failed:
                 with gil:
-                    _set_message(errmsg, f"rank {g.rank}: cannot allocate six buffers of "
+                    hpclab_set_errmsg(errmsg, f"rank {g.rank}: cannot allocate six buffers of "
                                          f"{nbytes} bytes")
             if hpclab_fail_together(g.cart, failed, errmsg, HPCLAB_ERRLEN):
                 failed = 1
@@ -267,7 +262,7 @@ def run_cython(MPI.Comm comm not None, int variant, Py_ssize_t nbytes, int warmu
                         text = (f"repetition {r}, ring of {g.size} ranks: {wrong} of "
                                 f"{2 * iterations} sums that came home were wrong")
                     if text:
-                        _set_message(errmsg, text)
+                        hpclab_set_errmsg(errmsg, text)
                 if hpclab_fail_together(g.cart, errmsg[0] != 0, errmsg, HPCLAB_ERRLEN):
                     failed = 1
                 r += 1

@@ -6,11 +6,10 @@ Use hpclab.kernels.stream, which checks arguments, rather than this module.
 import numpy as np
 
 from cython.parallel cimport prange, parallel
-from libc.string cimport strncpy
 from mpi4py cimport MPI
 from mpi4py.libmpi cimport MPI_Comm, MPI_COMM_NULL, MPI_Barrier
 from hpclab_common cimport (HPCLAB_ERRLEN, hpclab_alloc_untouched, hpclab_free_untouched,
-                            hpclab_fail_together)
+                            hpclab_fail_together, hpclab_set_errmsg)
 
 cdef extern from "omp.h" nogil:
     double omp_get_wtime()
@@ -86,12 +85,6 @@ def run_c(Py_ssize_t n, int ntimes, int nthreads, bint hugepages=False, comm=Non
 
 # ----------------------------------------------------------------------------- native
 
-cdef void _set_message(char *dst, str text):
-    cdef bytes raw = text.encode()
-    strncpy(dst, raw, HPCLAB_ERRLEN - 1)
-    dst[HPCLAB_ERRLEN - 1] = 0
-
-
 cdef inline void _sync(MPI_Comm comm) noexcept nogil:
     if comm != MPI_COMM_NULL:
         MPI_Barrier(comm)
@@ -117,14 +110,14 @@ def run_cython(Py_ssize_t n, int ntimes, int nthreads, bint hugepages=False, com
     try:
         if a == NULL or b == NULL or cc == NULL:
             failed = 1
-            _set_message(errmsg, f"cannot allocate three arrays of {nbytes} bytes")
+            hpclab_set_errmsg(errmsg, f"cannot allocate three arrays of {nbytes} bytes")
         else:
             with nogil, parallel(num_threads=nthreads):
                 if omp_get_thread_num() == 0:
                     shared_count[0] = omp_get_num_threads()
             if counted != nthreads:
                 failed = 1
-                _set_message(errmsg, f"asked for {nthreads} OpenMP threads, got {counted} "
+                hpclab_set_errmsg(errmsg, f"asked for {nthreads} OpenMP threads, got {counted} "
                                      "(OMP_THREAD_LIMIT or OMP_DYNAMIC?)")
         if c != MPI_COMM_NULL:
             failed = hpclab_fail_together(c, failed, errmsg, HPCLAB_ERRLEN) != 0
@@ -167,7 +160,7 @@ def run_cython(Py_ssize_t n, int ntimes, int nthreads, bint hugepages=False, com
         for i in range(3):
             if not err[i] <= HPCLAB_STREAM_EPSILON:
                 failed = 1
-                _set_message(errmsg, f"failed validation: array {'abc'[i]} has an average "
+                hpclab_set_errmsg(errmsg, f"failed validation: array {'abc'[i]} has an average "
                                      f"relative error of {err[i]:.3e} (more than "
                                      f"{HPCLAB_STREAM_EPSILON:.0e})")
                 break
