@@ -1,4 +1,5 @@
 import numpy as np
+import pandas as pd
 import pytest
 
 from hpclab import models
@@ -35,6 +36,63 @@ def test_fit_recovers_known_parameters_and_its_intervals_cover_them(model, x, tr
         assert fit.dof == x.size - len(truth)
         np.testing.assert_allclose(fit.residuals, y - fit.predict(x))
     assert 0.88 < np.mean(hits) < 0.995, np.mean(hits)
+
+
+def _jacobi_table():
+    # small blocks too, where the latency and bandwidth terms matter next to the compute
+    rows = [(L, N, k) for L in (4, 8, 16, 32, 64) for N, k in ((1, 0), (2, 1), (4, 2), (8, 3),
+                                                               (12, 3), (24, 3), (48, 3))]
+    return pd.DataFrame(rows, columns=["L", "N", "k"])
+
+
+def _cg_table():
+    return pd.DataFrame([(n, p) for n in (32, 64, 128, 256, 512, 1024)
+                         for p in (1, 2, 3, 4, 8, 16)], columns=["N", "P"])
+
+
+MULTI = [
+    (models.JACOBI, _jacobi_table, {"t_update": 8.8e-9, "B": 6e9, "lambda": 1e-6}),
+    (models.CG_ITERATION, _cg_table, {"t_point": 4e-9, "t_row": 1e-8, "t_reduce": 3e-6}),
+]
+
+
+@pytest.mark.parametrize("model,table,truth", MULTI, ids=[c[0].name for c in MULTI])
+def test_models_of_several_variables_recover_known_parameters(model, table, truth):
+    """The same estimates, intervals and residuals for a table of inputs; the intervals
+    cover the truth about 95% of the time."""
+    X = table()
+    hits = []
+    for seed in range(60):
+        y = noisy(model(X, *truth.values()), 0.02, seed=seed)
+        fit = models.fit(model, X, y, sigma="relative")
+        for name, true in truth.items():
+            assert abs(fit[name] - true) < 5 * fit.stderr[name], (name, fit[name], true)
+            hits.append(fit.ci95[name][0] <= true <= fit.ci95[name][1])
+        assert fit.dof == len(X) - len(truth) and fit.npoints == len(X)
+        np.testing.assert_allclose(fit.residuals, y - fit.predict(X))
+    assert 0.85 < np.mean(hits) < 0.995, np.mean(hits)
+    # a dict of columns and an (inputs, points) array are the same table
+    as_dict = {k: X[k].to_numpy() for k in model.inputs}
+    y = model(X, *truth.values())
+    a = models.fit(model, as_dict, y)
+    b = models.fit(model, X[list(model.inputs)].to_numpy().T, y)
+    for name in truth:
+        assert a[name] == pytest.approx(truth[name], rel=1e-6) == b[name]
+
+
+def test_a_table_without_an_input_is_refused():
+    with pytest.raises(models.FitError, match="needs the inputs L, N, k; missing k"):
+        models.fit(models.JACOBI, {"L": [1, 2, 3, 4], "N": [1, 2, 3, 4]}, [1, 2, 3, 4])
+    with pytest.raises(models.FitError, match="shape \\(2, points\\)"):
+        models.fit(models.CG_ITERATION, np.ones((3, 5)), np.ones(5))
+
+
+@pytest.mark.parametrize("model,n", [(models.HOCKNEY, 2), (models.AMDAHL, 1),
+                                     (models.JACOBI, 3)])
+def test_as_many_points_as_parameters_is_not_a_fit(model, n):
+    x = _jacobi_table().iloc[:n] if model.inputs else np.arange(1, n + 1, dtype=float)
+    with pytest.raises(models.FitError, match="is not a fit"):
+        models.fit(model, x, np.arange(1, n + 1, dtype=float))
 
 
 def test_hockney_intervals_cover_the_truth_about_95_percent_of_the_time():

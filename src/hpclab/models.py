@@ -19,7 +19,14 @@ name                      formula                          x
 ``gustafson``             S(N) = N - s (N - 1)             workers N >= 1
 ``saturation``            B(n) = min(n b1, Bmax)           threads n >= 1
 ``saturation_smooth``     B(n) = Bmax (1 - exp(-n b1/Bmax))  threads n >= 1
+``jacobi``                P = L³N / (L³t + c/B + kλ)       L, N, k (see below)
+``cg_iteration``          T = t N²/P + r N h(P) + a ⌈log2 P⌉  N, P
 ========================  ===============================  ==================
+
+Models of several variables (``jacobi``, ``cg_iteration``) take ``x`` as a table:
+a DataFrame or dict with one column per input (their ``inputs``), or an array of
+shape (inputs, points). Everything else is the same: estimates, standard errors,
+intervals, residuals and R².
 
 :class:`Roofline` bounds the performance of a kernel by its arithmetic
 intensity and a measured memory bandwidth (and a peak rate, when known).
@@ -56,9 +63,32 @@ class Model:
     x_min_inclusive: bool
     x_name: str
     y_name: str
+    inputs: tuple = ()          # names of the inputs of a model of several variables
 
     def __call__(self, x, *params):
-        return self.func(np.asarray(x, dtype=float), *params)
+        return self.func(as_inputs(self, x), *params)
+
+
+def as_inputs(model, x):
+    """x as the model's function takes it: a 1D array, or (inputs, points) for a model
+    of several variables (from a DataFrame, a dict of columns or an array)."""
+    if not model.inputs:
+        return np.asarray(x, dtype=float)
+    if hasattr(x, "keys"):
+        missing = [k for k in model.inputs if k not in x.keys()]
+        if missing:
+            raise FitError(f"{model.name} needs the inputs {', '.join(model.inputs)}; "
+                           f"missing {', '.join(missing)}")
+        cols = [np.asarray(x[k], dtype=float).ravel() for k in model.inputs]
+        if len({c.size for c in cols}) > 1:
+            raise FitError(f"{model.name}: the inputs have different lengths")
+        return np.vstack(cols)
+    arr = np.asarray(x, dtype=float)
+    if arr.ndim != 2 or arr.shape[0] != len(model.inputs):
+        raise FitError(f"{model.name} takes a table of {', '.join(model.inputs)} (a DataFrame, "
+                       f"a dict, or an array of shape ({len(model.inputs)}, points)), got "
+                       f"shape {arr.shape}")
+    return arr
 
 
 def _hockney(n, lam, bandwidth):
@@ -126,8 +156,53 @@ SATURATION_SMOOTH = Model("saturation_smooth", "B(n) = Bmax·(1 − exp(−n·b1
                           _saturation_smooth, ("b1", "Bmax"), _saturation_guess,
                           ([0.0, 0.0], [np.inf, np.inf]), 1.0, True, "threads n", "bandwidth B")
 
+
+# bytes of one halo face per cut direction and neighbour: L² doubles, both ways
+# (report 001, eq. 8: c(L, N) = L²·k·2·8)
+HALO_BYTES_PER_FACE_POINT = 2 * 8
+
+
+def _jacobi(X, t_update, bandwidth, lam):
+    L, N, k = X
+    compute = L**3 * t_update
+    comm = HALO_BYTES_PER_FACE_POINT * L**2 * k / bandwidth + k * lam
+    return L**3 * N / (compute + comm)
+
+
+def _jacobi_guess(X, y):
+    L, N, k = X
+    t = float(np.min(L**3 * N / y / L**3))
+    return [t, 1e10, 1e-6]
+
+
+def halo_rows(P):
+    """Rows of halo the busiest rank exchanges in a 1D row distribution over P ranks."""
+    return np.minimum(np.asarray(P, dtype=float) - 1.0, 2.0)
+
+
+def _cg_iteration(X, t_point, t_row, t_reduce):
+    N, P = X
+    return t_point * N**2 / P + t_row * N * halo_rows(P) + t_reduce * np.ceil(np.log2(P))
+
+
+def _cg_guess(X, y):
+    N, P = X
+    return [float(np.median(y * P / N**2)), float(np.median(y / N)) * 0.1 + 1e-12, 1e-6]
+
+
+JACOBI = Model("jacobi", "P(L,N) = L³N/(L³·t + 16·L²·k/B + k·λ)", _jacobi,
+               ("t_update", "B", "lambda"), _jacobi_guess,
+               ([0.0, 0.0, 0.0], [np.inf, np.inf, np.inf]), 0.0, True,
+               "cells per side L, ranks N, cut directions k", "lattice updates per second",
+               inputs=("L", "N", "k"))
+CG_ITERATION = Model("cg_iteration", "T(N,P) = t·N²/P + r·N·h(P) + a·⌈log2 P⌉", _cg_iteration,
+                     ("t_point", "t_row", "t_reduce"), _cg_guess,
+                     ([0.0, 0.0, 0.0], [np.inf, np.inf, np.inf]), 1.0, True,
+                     "mesh points per side N, ranks P", "time per iteration T",
+                     inputs=("N", "P"))
+
 MODELS = {m.name: m for m in (HOCKNEY, EFFECTIVE_BANDWIDTH, RING, AMDAHL, GUSTAFSON, SATURATION,
-                              SATURATION_SMOOTH)}
+                              SATURATION_SMOOTH, JACOBI, CG_ITERATION)}
 
 
 def saturation_threads(fit):
@@ -203,6 +278,10 @@ class Fit:
     def predict(self, x):
         return self.model(x, *self.params.values())
 
+    @property
+    def npoints(self):
+        return int(np.shape(self.x)[-1])
+
     def table(self):
         """Estimates, standard errors and 95% intervals as a DataFrame."""
         return pd.DataFrame({
@@ -215,27 +294,36 @@ class Fit:
 
     def __repr__(self):
         parts = ", ".join(f"{k}={v:.4g} ± {self.stderr[k]:.2g}" for k, v in self.params.items())
-        return f"Fit({self.model.name}: {parts}; R²={self.r2:.4f}, n={len(self.x)})"
+        return f"Fit({self.model.name}: {parts}; R²={self.r2:.4f}, n={self.npoints})"
 
 
 def _clean(model, x, y, sigma):
     try:
-        x = np.asarray(x, dtype=float).ravel()
+        x = as_inputs(model, x) if model.inputs else np.asarray(x, dtype=float).ravel()
         y = np.asarray(y, dtype=float).ravel()
     except (TypeError, ValueError) as exc:
         raise FitError(f"{model.name}: x and y must be numbers ({exc})") from None
-    if x.shape != y.shape:
-        raise FitError(f"{model.name}: x has {x.size} values but y has {y.size}")
+    npoints = x.shape[-1]
+    if npoints != y.size:
+        raise FitError(f"{model.name}: x has {npoints} values but y has {y.size}")
     if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
         raise FitError(f"{model.name}: the data contain NaN or infinite values; drop them first")
     k = len(model.params)
-    if x.size < k + 1:
+    if npoints < k + 1:
         raise FitError(f"{model.name}: {k} parameter(s) need at least {k + 1} points to estimate "
-                       f"an uncertainty, got {x.size}")
-    if np.unique(x).size < k:
+                       f"an uncertainty, got {npoints} (a curve through as many points as "
+                       "it has parameters is not a fit)")
+    distinct = np.unique(x, axis=-1).shape[-1] if model.inputs else np.unique(x).size
+    if distinct < k:
         raise FitError(f"{model.name}: the {model.x_name} values must take at least {k} distinct "
                        "values to separate the parameters")
-    bad = x < model.x_min if model.x_min_inclusive else x <= model.x_min
+    bad = (x < model.x_min if model.x_min_inclusive else x <= model.x_min)
+    if model.inputs:
+        bad = bad.any(axis=0)
+        x_bad = x[:, bad]
+        if bad.any():
+            raise FitError(f"{model.name}: every input must be >= {model.x_min:g}, got "
+                           f"{dict(zip(model.inputs, x_bad[:, 0]))}")
     if bad.any():
         rel = ">=" if model.x_min_inclusive else ">"
         raise FitError(f"{model.name}: {model.x_name} must be {rel} {model.x_min:g}, "
@@ -300,7 +388,7 @@ def fit(model, x, y, sigma=None, p0=None):
         raise FitError(f"{model.name}: the fit did not converge ({exc})") from None
     popt = qopt * pscale
     pcov = qcov * np.outer(pscale, pscale)
-    dof = x.size - len(popt)
+    dof = x.shape[-1] - len(popt)
     stderr = np.sqrt(np.clip(np.diag(pcov), 0, np.inf))
     t = stats.t.ppf(0.975, dof)
     pred = model.func(x, *popt)
