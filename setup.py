@@ -2,8 +2,10 @@
 
 The wrapper is ``$MPICC`` when set, else ``mpicc`` on PATH: the ``mpich``
 wheel's in a virtual environment, a system Open MPI or MPICH, or a cluster's
-module. Kernels that need OpenMP say so in KERNELS; the build checks that the
-compiler supports it before compiling them.
+module. Which kernels exist, which need OpenMP and which extra flags they want
+comes from their declarations (``src/hpclab/kernels/<slug>/declaration.py``, read
+through ``hpclab.kernels.registry`` without importing compiled code); the build
+checks that the compiler supports OpenMP before compiling the kernels that need it.
 """
 import json
 import os
@@ -22,12 +24,15 @@ COMMON = KERNELS_DIR / "common"
 CFLAGS = ["-O3"]
 OPENMP_FLAG = "-fopenmp"
 
-# kernel slug -> needs OpenMP
-KERNELS = {"pingpong": False, "ring": False, "stream": True}
-# per-kernel flags, used when the compiler accepts them (recorded in build_info.json):
-# without this one gcc turns STREAM's copy loop into a call to memcpy
-KERNEL_FLAGS = {"stream": ["-fno-tree-loop-distribute-patterns"]}
-OPENMP_EXTENSIONS = {f"hpclab.kernels.{slug}._{slug}" for slug, omp in KERNELS.items() if omp}
+
+sys.path.insert(0, str(HERE / "src"))
+from hpclab.kernels.registry import kernels as _declared  # noqa: E402  (pure Python)
+
+DECLARED = _declared()
+# per-kernel flags, used when the compiler accepts them (recorded in build_info.json)
+KERNEL_FLAGS = {slug: list(k.cflags) for slug, k in DECLARED.items() if k.cflags}
+OPENMP_EXTENSIONS = {f"hpclab.kernels.{slug}._{slug}" for slug, k in DECLARED.items()
+                     if k.openmp}
 
 
 class BuildError(SystemExit):
@@ -120,7 +125,7 @@ class MPIBuildExt(build_ext):
     def write_build_info(self, mpicc):
         info = {"mpicc": mpicc, "mpicc_show": show_flags(mpicc), "cflags": CFLAGS,
                 "openmp_flag": OPENMP_FLAG, "kernel_flags": self.kernel_flags,
-                "openmp_kernels": sorted(s for s, omp in KERNELS.items() if omp),
+                "openmp_kernels": sorted(s for s, k in DECLARED.items() if k.openmp),
                 "python": sys.version.split()[0]}
         # the source tree (editable installs import from it) and the build tree
         for root in {HERE / "src", Path(self.build_lib)}:
@@ -134,14 +139,14 @@ def extensions():
     from Cython.Build import cythonize
 
     include = [str(COMMON), mpi4py.get_include()]
-    exts = [Extension("hpclab.kernels.common._common",
-                      [str(COMMON / "_common.pyx"), str(COMMON / "hpclab_common.c")],
+    # what every kernel links: allocation, fail-together errors, build info, topology
+    common_c = [str(COMMON / "hpclab_common.c"), str(COMMON / "hpclab_topo.c")]
+    exts = [Extension("hpclab.kernels.common._common", [str(COMMON / "_common.pyx"), *common_c],
                       include_dirs=include, extra_compile_args=list(CFLAGS))]
-    for slug, openmp in KERNELS.items():
+    for slug in DECLARED:
         kdir = KERNELS_DIR / slug
         ext = Extension(f"hpclab.kernels.{slug}._{slug}",
-                        [str(kdir / f"_{slug}.pyx"), str(kdir / f"{slug}.c"),
-                         str(COMMON / "hpclab_common.c")],
+                        [str(kdir / f"_{slug}.pyx"), str(kdir / f"{slug}.c"), *common_c],
                         include_dirs=[str(kdir), *include], extra_compile_args=list(CFLAGS))
         exts.append(ext)
     return cythonize(exts, include_path=[str(COMMON), mpi4py.get_include()],

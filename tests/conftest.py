@@ -58,6 +58,17 @@ def root():
 
 
 @pytest.fixture(scope="session")
+def book(tmp_path_factory):
+    """The book built once per session with the quick profile: (html folder, process)."""
+    out = tmp_path_factory.mktemp("book")
+    env = {**os.environ, "HPCLAB_PROFILE": "quick", "HPCLAB_RESULTS_DIR": str(out / "results")}
+    r = subprocess.run([str(Path(sys.executable).with_name("jupyter-book")), "build", "--all",
+                        "-W", "-n", "--keep-going", "--path-output", str(out), str(ROOT)],
+                       capture_output=True, text=True, env=env, timeout=1200)
+    return out / "_build" / "html", r
+
+
+@pytest.fixture(scope="session")
 def engines():
     """Two MPI engines shared by the tests that only run kernels on them."""
     from hpclab import launch

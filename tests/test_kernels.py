@@ -1,11 +1,14 @@
-"""Kernel correctness under mpiexec at 1, 2 and 4 ranks (tests/mpi run unchanged at each)."""
+"""Kernel correctness under mpiexec: the tests/mpi suite at 1, 2 and 4 ranks (it runs unchanged
+at each), and every declared kernel's correctness matrix (``python -m hpclab check``) at the
+rank counts its declaration names, so a new kernel is checked without a new test file."""
 import sys
 import warnings
 from pathlib import Path
 
 import pytest
 
-from hpclab import launch
+from hpclab import check, launch
+from hpclab.kernels import registry
 
 MPI_TESTS = Path(__file__).parent / "mpi"
 
@@ -20,6 +23,56 @@ def test_kernel_suite_under_mpiexec(nprocs):
             check=False)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert " passed" in result.stdout
+
+
+def test_topology_layer_with_a_rank_count_that_does_not_divide():
+    """The suite runs at 1, 2 and 4 ranks above; the topology layer also at 3."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", launch.OversubscriptionWarning)
+        result = launch.mpirun(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
+             str(MPI_TESTS / "test_topology_mpi.py")], n=3, timeout=300,
+            what="topology tests on 3 ranks", check=False)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout
+
+
+@pytest.mark.parametrize("slug", registry.slugs())
+def test_every_kernel_passes_its_correctness_matrix(slug):
+    kernel = registry.get(slug)
+    ranks = [p for p in kernel.check_procs if p >= kernel.min_procs]
+    run = check.run(slug, ranks=ranks, profile="quick")
+    df = run.records
+    assert set(df["nprocs"]) == set(ranks)
+    assert set(df["impl"]) == set(kernel.implementations)
+    assert (df["value"] == 1).all()
+    per_p = df.groupby("nprocs").size()
+    assert per_p.min() >= len(kernel.implementations)
+    cores = launch.usable_cores()
+    assert (df["oversubscribed"] == (df["nprocs"] > cores)).all()
+
+
+def test_check_cli_exits_non_zero_on_a_wrong_answer():
+    slug = registry.slugs()[0]
+    low = registry.get(slug).min_procs
+    ok = launch.run_process([sys.executable, "-m", "hpclab", "check", slug, "--ranks",
+                             str(max(low, 2))], timeout=300)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    assert "every answer right" in ok.stdout and "✗" not in ok.stdout
+    bad = launch.run_process([sys.executable, "-m", "hpclab", "check", slug, "--ranks",
+                              str(max(low, 2)), "--inject-fault"], timeout=300)
+    assert bad.returncode == 1 and "WRONG" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_check_refuses_rank_counts_below_the_kernels_minimum():
+    slug = max(registry.slugs(), key=lambda s: registry.get(s).min_procs)
+    low = registry.get(slug).min_procs
+    if low < 2:
+        pytest.skip("no kernel needs more than one rank")
+    r = launch.run_process([sys.executable, "-m", "hpclab", "check", slug, "--ranks", "1"],
+                           timeout=60)
+    assert r.returncode == 2 and f"at least {low} rank" in r.stderr
+    assert "Traceback" not in r.stderr
 
 
 def test_build_mismatch_is_explained(monkeypatch):

@@ -26,7 +26,8 @@ def test_save_writes_csv_and_json_and_never_overwrites(tmp_path):
     assert first != second
     assert len(list(tmp_path.glob("*.csv"))) == 2 and len(list(tmp_path.glob("*.json"))) == 2
     back, meta_back = records.load(first)
-    pd.testing.assert_frame_equal(back, df)
+    pd.testing.assert_frame_equal(back.drop(columns="run"), df)
+    assert (back["run"] == meta_back["run_id"]).all()
     for key in ("machine", "profile", "hpclab_version", "git_commit", "utc_time", "command_line"):
         assert key in meta_back
     assert meta_back["records"] == first.name
@@ -59,3 +60,33 @@ def test_invalid_tables_are_refused(bad, match, tmp_path):
     with pytest.raises(records.RecordError, match=match):
         records.save(bad, {}, tmp_path)
     assert not list(tmp_path.glob("*.csv"))
+
+
+def test_kernel_timings_become_one_row_per_metric_and_repetition():
+    import numpy as np
+
+    rows = records.timings("stream", "c", 1, 2, {"n": 10}, np.arange(1, 9).reshape(4, 2))
+    df = records.frame(rows)
+    assert df["op"].tolist() == ["copy", "copy", "scale", "scale", "add", "add", "triad", "triad"]
+    assert set(df["metric"]) == {"time"} and df["value"].tolist() == list(range(1, 9))
+    pp = records.frame(records.timings("pingpong", "c", 2, 1, {"nbytes": 8}, [[1e-6, 2e-6]]))
+    assert pp["metric"].tolist() == ["one_way_time"] * 2 and set(pp["unit"]) == {"s"}
+    with pytest.raises(records.RecordError, match="4 metric row.*copy, scale, add, triad"):
+        records.timings("stream", "c", 1, 1, {}, np.ones((3, 2)))
+
+
+def test_a_run_keeps_its_metadata_through_filters_merges_and_combination(tmp_path):
+    a = records.Run(sample(), records.metadata("pingpong", "quick", {"launcher": "mpiexec"}))
+    b = records.Run(sample().assign(impl="python"),
+                    records.metadata("pingpong", "quick", {"launcher": "ipyparallel"}))
+    both = records.Run.combine(a, b, note="two runs")
+    assert len(both) == 4 and both.meta["note"] == "two runs"
+    merged = both.records.merge(pd.DataFrame({"impl": ["python"], "label": ["mpi4py"]}))
+    assert {both.meta_of(r)["launcher"] for r in merged["run"]} == {"ipyparallel"}
+    picked = both.records[both.records["impl"] == "c"]
+    assert {both.meta_of(r)["launcher"] for r in picked["run"]} == {"mpiexec"}
+    back = records.load(both.save(tmp_path))
+    assert set(back.runs) == {a.meta["run_id"], b.meta["run_id"]}
+    assert back.meta_of(b.meta["run_id"])["launcher"] == "ipyparallel"
+    with pytest.raises(KeyError, match="no run"):
+        both.meta_of("nope")

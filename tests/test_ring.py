@@ -64,14 +64,13 @@ def engine_run(engines):
 
 
 def test_engine_run_times_every_variant_up_to_the_cores(engine_run):
-    df = engine_run
+    df, meta = engine_run
     t = exp.timings(df)
     assert set(t["variant"]) == set(exp.VARIANTS) and set(t["impl"]) == set(exp.IMPLS)
     assert set(t["nprocs"]) == {1, 2} and not t["oversubscribed"].any()
     assert (t["value"] > 0).all()
     buffered = df[df["metric"] == "send_buffered"]
     assert set(buffered["nbytes"]) == {4, 256, 4096} and (buffered["nprocs"] == 2).all()
-    meta = df.attrs["meta"]
     assert meta["launcher"] == "ipyparallel" and meta["variants"] == list(exp.VARIANTS)
     assert [p["rank"] for p in meta["placement"]] == [0, 1]
 
@@ -84,7 +83,9 @@ def test_correctness_runs_go_to_8_ranks_labelled_oversubscribed(engine_run):
     assert (per_p == per_p.max()).all(), "every variant is checked at every P, a ring of one too"
     assert c.loc[c["nprocs"] > launch.usable_cores(), "oversubscribed"].all()
     assert not c.loc[c["nprocs"] <= launch.usable_cores(), "oversubscribed"].any()
-    assert engine_run.attrs["meta"]["correctness"]["upto"] == 4
+    checked = engine_run.meta_of(engine_run.meta["correctness_run"])
+    assert checked["ranks"] == [1, 2, 3, 4] and checked["launcher"] == "mpiexec"
+    assert set(engine_run.records.loc[c.index, "run"]) <= set(engine_run.runs)
 
 
 def test_fits_and_summary(engine_run):
@@ -105,7 +106,7 @@ def test_timings_refuse_oversubscription():
 
 def test_pingpong_latency_from_records(engines):
     pp = exp.measure_pingpong(engines)
-    assert set(pp["nbytes"]) <= {0, 1, 8}
+    assert set(pp.records["nbytes"]) <= {0, 1, 8}
     assert exp.pingpong_latency(pp) > 0
 
 

@@ -15,17 +15,18 @@ def quick(engines):
 
 
 def test_every_thread_count_binding_and_operation_is_recorded(quick):
-    t = quick[(quick["metric"] == "time") & (quick["mode"] == "threads")]
+    df = quick.records
+    t = df[(df["metric"] == "time") & (df["mode"] == "threads")]
     cores = launch.usable_cores()
     assert set(t["nthreads"]) == set(range(1, cores + 1))
     assert set(t["bind"]) == {"close", "spread"} and set(t["op"]) == set(stream.OPS)
     assert set(t["openmp_bind"]) == {"close", "spread"}  # the runtime really used them
-    ntimes = quick.attrs["meta"]["settings"]["ntimes"]
+    ntimes = quick.meta["settings"]["ntimes"]
     assert (t.groupby(["impl", "op", "nthreads", "bind"]).size() == ntimes - 1).all()
 
 
 def test_mpi_modes_are_recorded_per_rank(quick, engines):
-    star = quick[quick["mode"] == "star"]
+    star = quick.records[quick.records["mode"] == "star"]
     assert set(star["rank"]) == set(range(engines.n)) and (star["nprocs"] == engines.n).all()
     ms = exp.mpi_summary(quick)
     assert set(ms["op"]) == set(stream.OPS)
@@ -33,11 +34,11 @@ def test_mpi_modes_are_recorded_per_rank(quick, engines):
 
 
 def test_metadata_says_how_it_was_measured(quick):
-    meta = quick.attrs["meta"]
+    meta = quick.meta
     assert meta["write_allocate_counted"] is False
     assert meta["kernel_flags"] == {"-fno-tree-loop-distribute-patterns": True}
     assert meta["numa_nodes"] == (len(machine.numa_nodes()) or 1)
-    assert meta["mpi"]["launcher"] == "ipyparallel"
+    assert quick.meta_of(meta["mpi_run"])["launcher"] == "ipyparallel"
 
 
 def test_summary_fit_and_roofline(quick):

@@ -1,12 +1,17 @@
-"""Command line: ``python -m hpclab run <experiment> [--profile P] [--out DIR]``.
+"""Command line of hpclab.
 
-Run it under MPI, on a laptop or in a batch job::
+``python -m hpclab run <experiment> [--profile P] [--out DIR]`` runs a chapter's
+sweep under MPI, on a laptop or in a batch job::
 
-    mpiexec -n 2 python -m hpclab run pingpong --profile quick --out results
-    srun python -m hpclab run pingpong --profile full --out $SCRATCH/hpclab
+    mpiexec -n 2 python -m hpclab run <experiment> --profile quick --out results
+    srun python -m hpclab run <experiment> --profile full --out $SCRATCH/hpclab
 
 Rank 0 writes ``<experiment>-<time>-<id>.csv`` and ``.json`` (the records and
 their metadata) into the output folder; nothing is ever overwritten.
+
+``python -m hpclab check <kernel> [--upto N]`` (not under mpiexec: it starts its
+own) runs the kernel's correctness matrix at 1 .. N ranks and exits non-zero on
+a wrong answer. ``list`` names the kernels, ``machine`` describes this machine.
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ from hpclab import profiles
 
 def _parser():
     from hpclab.experiments import EXPERIMENTS
+    from hpclab.kernels import registry
 
     p = argparse.ArgumentParser(prog="python -m hpclab", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -32,6 +38,14 @@ def _parser():
     r.add_argument("--hugepages", action="store_true",
                    help="ask for transparent huge pages for the message buffers")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    c = sub.add_parser("check", help="run a kernel's correctness matrix under mpiexec")
+    c.add_argument("kernel", choices=registry.slugs())
+    c.add_argument("--upto", type=int, default=None,
+                   help="largest rank count (default: the kernel's; above the cores is fine)")
+    c.add_argument("--ranks", default=None, help="comma-separated rank counts instead")
+    c.add_argument("--profile", choices=profiles.PROFILES, default=None)
+    c.add_argument("--out", default=None, help="also save the records into this folder")
+    c.add_argument("--inject-fault", action="store_true", help=argparse.SUPPRESS)
     sub.add_parser("machine", help="print what this machine is (JSON)")
     sub.add_parser("list", help="list the experiments")
     return p
@@ -40,10 +54,13 @@ def _parser():
 def main(argv=None):
     args = _parser().parse_args(argv)
     if args.command == "list":
-        from hpclab.experiments import EXPERIMENTS
+        from hpclab.kernels import registry
 
-        print("\n".join(EXPERIMENTS))
+        for slug in registry.chapter_order():
+            print(f"{slug:<10} {registry.get(slug).summary}")
         return 0
+    if args.command == "check":
+        return _check(args)
     if args.command == "machine":
         from hpclab import machine
 
@@ -69,23 +86,53 @@ def _run(args):
     comm = MPI.COMM_WORLD
     rank0 = comm.Get_rank() == 0
     exp = experiments.get(args.experiment)
-    if comm.Get_size() < exp.MIN_PROCS:
+    low = exp.KERNEL.min_procs
+    if comm.Get_size() < low:
         if rank0:
-            print(f"error: {args.experiment} needs at least {exp.MIN_PROCS} MPI ranks, this job "
-                  f"has {comm.Get_size()}.\n  Run: mpiexec -n {exp.NPROCS} python -m hpclab run "
-                  f"{args.experiment}", file=sys.stderr)
+            print(f"error: {args.experiment} needs at least {low} MPI ranks, this job "
+                  f"has {comm.Get_size()}.\n  Run: mpiexec -n {exp.KERNEL.procs('default_procs')} "
+                  f"python -m hpclab run {args.experiment}", file=sys.stderr)
         return 2
     impls = tuple(args.impl) if args.impl else exp.IMPLS
     try:
-        df = exp.run_mpi(comm, profile=args.profile, impls=impls, hugepages=args.hugepages,
-                         progress=rank0 and not args.quiet)
+        run = exp.run_mpi(comm, profile=args.profile, impls=impls, hugepages=args.hugepages,
+                          progress=rank0 and not args.quiet)
     except (KernelError, ValueError) as exc:
         if rank0:
             print(f"error: {exc}", file=sys.stderr)
         return 1
     if rank0:
-        path = records.save(df, df.attrs["meta"], args.out)
-        print(f"{len(df)} records -> {path} (+ {path.with_suffix('.json').name})")
+        path = records.save(run, out_dir=args.out)
+        print(f"{len(run)} records -> {path} (+ {path.with_suffix('.json').name})")
+    return 0
+
+
+def _check(args):
+    from hpclab import check, launch, records
+    from hpclab.kernels import KernelError
+
+    ranks = None
+    if args.ranks:
+        try:
+            ranks = [int(r) for r in args.ranks.split(",") if r.strip()]
+        except ValueError:
+            print(f"error: --ranks takes comma-separated integers, got {args.ranks!r}",
+                  file=sys.stderr)
+            return 2
+    try:
+        run = check.run(args.kernel, upto=args.upto, ranks=ranks, profile=args.profile,
+                        inject_fault=args.inject_fault, progress=sys.stderr.isatty())
+    except KernelError as exc:
+        print(f"WRONG: {exc}", file=sys.stderr)
+        return 1
+    except (ValueError, TimeoutError, launch.MPILaunchError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(check.table(run.records).to_string(index=False))
+    print(f"{args.kernel}: every answer right ({len(run)} runs)")
+    if args.out:
+        path = records.save(run, out_dir=args.out)
+        print(f"records -> {path}")
     return 0
 
 

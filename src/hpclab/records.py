@@ -9,6 +9,11 @@ the profile, the package version, the git commit when known, the UTC time and
 the command line. :func:`save` writes both atomically (temporary file, then a
 hard link that fails rather than overwrite) under a fresh name, so an earlier
 run is never lost.
+
+In memory a run is a :class:`Run`: its records and its metadata, together. Every
+row carries the run's id (column ``run``), so rows keep pointing at their
+metadata however a chapter filters or merges them, and :meth:`Run.combine` joins
+several runs into one that holds every run's metadata.
 """
 from __future__ import annotations
 
@@ -41,12 +46,107 @@ def rows(experiment, kernel, impl, nprocs, nthreads, params, values, metric, uni
             for r, v in enumerate(np.asarray(values, dtype=float).ravel())]
 
 
+def timings(kernel, impl, nprocs, nthreads, params, times, experiment=None):
+    """Records of one kernel call: ``times`` is the (metric x repetition) array that
+    every ``run_<impl>`` returns, its rows named by the kernel's declaration.
+
+    ``kernel`` is a declaration (:class:`hpclab.kernels.registry.Kernel`) or its slug.
+    With a declaration's ``record_metric = (column, metric)`` the metric names go into
+    ``column`` and every row's metric is ``metric`` (STREAM: ``op`` and ``time``).
+    """
+    from hpclab.kernels.registry import get
+
+    decl = get(kernel) if isinstance(kernel, str) else kernel
+    times = np.asarray(times, dtype=float)
+    if times.ndim != 2 or times.shape[0] != len(decl.metrics):
+        raise RecordError(f"{decl.slug} returns {len(decl.metrics)} metric row(s) "
+                          f"({', '.join(decl.metric_names)}), got an array of shape "
+                          f"{times.shape}")
+    out = []
+    for metric, values in zip(decl.metrics, times):
+        if decl.record_metric:
+            column, name = decl.record_metric
+            extra, name = {column: metric.name}, name
+        else:
+            extra, name = {}, metric.name
+        out += rows(experiment or decl.slug, decl.slug, impl, nprocs, nthreads,
+                    {**params, **extra}, values, name, metric.unit)
+    return out
+
+
 def frame(records):
     """A DataFrame with the record columns in their order (parameters in the middle)."""
     df = pd.DataFrame.from_records(list(records))
     validate(df)
-    params = [c for c in df.columns if c not in REQUIRED]
-    return df[LEADING + params + TRAILING].reset_index(drop=True)
+    first = ["run"] if "run" in df.columns else []
+    params = [c for c in df.columns if c not in REQUIRED + first]
+    return df[first + LEADING + params + TRAILING].reset_index(drop=True)
+
+
+def table(run_or_df):
+    """The records of a :class:`Run`, or the DataFrame itself."""
+    return run_or_df.records if isinstance(run_or_df, Run) else run_or_df
+
+
+class Run:
+    """One run: its records (a DataFrame, one row per repetition) and its metadata.
+
+    ``records, meta = run`` unpacks it. Every row's ``run`` column holds
+    ``meta["run_id"]``; :meth:`combine` keeps each run's metadata under its id in
+    ``meta["runs"]``, so :meth:`meta_of` finds the metadata of any row.
+    """
+
+    def __init__(self, records, meta):
+        meta = dict(meta)
+        meta.setdefault("run_id", uuid.uuid4().hex[:12])
+        df = frame(records.to_dict("records") if isinstance(records, pd.DataFrame) else records)
+        if "run" not in df.columns:
+            df.insert(0, "run", meta["run_id"])
+        self.records = df
+        self.meta = meta
+
+    def __iter__(self):
+        return iter((self.records, self.meta))
+
+    def __len__(self):
+        return len(self.records)
+
+    def __repr__(self):
+        return (f"Run({self.meta.get('experiment')}, {len(self.records)} records, "
+                f"run_id={self.meta['run_id']})")
+
+    @property
+    def runs(self):
+        """run id -> metadata of every run this one holds (itself, or the combined)."""
+        return dict(self.meta.get("runs") or {self.meta["run_id"]: self.meta})
+
+    def meta_of(self, run_id):
+        """The metadata of the run a row came from (its ``run`` column)."""
+        try:
+            return self.runs[run_id]
+        except KeyError:
+            raise KeyError(f"no run {run_id!r} here; runs: {', '.join(self.runs)}") from None
+
+    @classmethod
+    def combine(cls, *runs, **extra):
+        """One run of several: all records, and every run's metadata under its id.
+
+        The combined metadata takes the first run's top-level fields (experiment,
+        profile, machine) plus ``extra``, and ``runs``: id -> metadata.
+        """
+        if not runs:
+            raise RecordError("nothing to combine")
+        held = {}
+        for r in runs:
+            held.update(r.runs)
+        meta = {k: v for k, v in runs[0].meta.items() if k not in ("runs", "run_id")}
+        meta.update(extra, runs=held)
+        df = pd.concat([r.records for r in runs], ignore_index=True)
+        return cls(df, meta)
+
+    def save(self, out_dir=None):
+        """Write the records and metadata (see :func:`save`); the CSV path."""
+        return save(self.records, self.meta, out_dir)
 
 
 def validate(df):
@@ -109,11 +209,16 @@ def _atomic_new(path, data):
         os.unlink(tmp)
 
 
-def save(df, meta, out_dir=None):
+def save(df, meta=None, out_dir=None):
     """Write ``<experiment>-<UTC time>-<id>.csv`` and ``.json`` into out_dir.
 
-    Returns the CSV path. Never overwrites: every run gets a fresh name.
+    ``df`` is a :class:`Run` (then ``meta`` is its own) or a DataFrame with its
+    metadata. Returns the CSV path. Never overwrites: every run gets a fresh name.
     """
+    if isinstance(df, Run):
+        df, meta = df.records, df.meta
+    if meta is None:
+        raise RecordError("save needs the run's metadata (or a Run)")
     validate(df)
     out = Path(out_dir) if out_dir is not None else results_dir()
     out.mkdir(parents=True, exist_ok=True)
@@ -134,12 +239,15 @@ def save(df, meta, out_dir=None):
 
 
 def load(path):
-    """Read a run back: (DataFrame, metadata dict). ``path`` is the CSV or JSON."""
+    """Read a run back as a :class:`Run` (``df, meta = load(path)`` unpacks it).
+    ``path`` is the CSV or JSON."""
     path = Path(path)
     csv, js = path.with_suffix(".csv"), path.with_suffix(".json")
     df = validate(pd.read_csv(csv))
     meta = json.loads(js.read_text()) if js.exists() else {}
-    return df, meta
+    if "run" in df.columns and "run_id" not in meta and df["run"].nunique() == 1:
+        meta["run_id"] = str(df["run"].iloc[0])
+    return Run(df, meta)
 
 
 def latest(experiment, out_dir=None):

@@ -27,7 +27,7 @@ def test_one_rank_is_refused_clearly(impl):
 @pytest.mark.parametrize("nbytes", [0, 1, 7, 4096, 8193, 1 << 20, (1 << 20) + 3])
 def test_times_are_positive_and_agree_on_every_rank(impl, nbytes):
     times = pingpong.RUNNERS[impl](COMM, nbytes, warmup=2, iterations=5, repetitions=3)
-    assert times.shape == (3,)
+    assert times.shape == (1, 3)  # (metrics, repetitions): one_way_time
     assert np.all(times > 0) and np.all(np.isfinite(times))
     everyone = COMM.allgather(times)
     for other in everyone:
@@ -39,7 +39,7 @@ def test_times_are_positive_and_agree_on_every_rank(impl, nbytes):
 def test_huge_page_buffers_work_too(impl):
     times = pingpong.RUNNERS[impl](COMM, 4 << 20, warmup=1, iterations=2, repetitions=1,
                                    hugepages=True)
-    assert times[0] > 0
+    assert times[0, 0] > 0
 
 
 @needs2
@@ -69,7 +69,7 @@ def test_compiled_kernels_detect_wrong_bytes(impl):
             pingpong.RUNNERS[impl](COMM, 64, warmup=1, iterations=3, repetitions=2)
     finally:
         _pingpong._set_fault_byte(-1)
-    assert pingpong.RUNNERS[impl](COMM, 64, warmup=1, iterations=3, repetitions=1)[0] > 0
+    assert pingpong.RUNNERS[impl](COMM, 64, warmup=1, iterations=3, repetitions=1)[0, 0] > 0
 
 
 @needs2

@@ -1,8 +1,9 @@
 """Experiments: the sweep of each chapter, run on MPI engines or under mpiexec.
 
-Each experiment module ``hpclab.experiments.<slug>`` defines
+Every declared kernel (:mod:`hpclab.kernels.registry`) has an experiment module
+``hpclab.experiments.<slug>``, which defines
 
-* ``NAME``, ``IMPLS``, ``MIN_PROCS`` and ``NPROCS`` (smallest and default rank count);
+* ``KERNEL`` (its declaration: slug, implementations, rank counts, profiles);
 * ``tasks(profile, impls, **options)`` - the list of measurements (dicts of keyword
   arguments) a profile asks for, in the order they run;
 * ``measure(**task, comm=None)`` - one measurement, called on every rank, returning
@@ -12,21 +13,22 @@ Each experiment module ``hpclab.experiments.<slug>`` defines
   -n N python -m hpclab run <slug>``).
 
 Both paths call the same ``measure`` on every rank, so they write the same records,
-and both record where every rank ran (:func:`hpclab.launch.whoami`).
+and both record where every rank ran (:func:`hpclab.launch.whoami`). Both return a
+:class:`hpclab.records.Run`: the records and their metadata together.
 """
 from importlib import import_module
 
 from tqdm.auto import tqdm
 
 from hpclab import launch, profiles, records
+from hpclab.kernels import registry
 
-EXPERIMENTS = ("pingpong", "ring", "stream")
+EXPERIMENTS = registry.chapter_order()
 
 
 def get(name):
     """The experiment module called name."""
-    if name not in EXPERIMENTS:
-        raise ValueError(f"unknown experiment {name!r}: choose one of {', '.join(EXPERIMENTS)}")
+    registry.get(name)  # a clear error for an unknown name
     return import_module(f"hpclab.experiments.{name}")
 
 
@@ -45,10 +47,12 @@ def _meta(exp, profile, nprocs, launcher, placement, mpi_args=(), extra=None):
 
 
 def _check_procs(exp, n, how):
-    if n < exp.MIN_PROCS:
-        raise ValueError(f"{exp.NAME} needs at least {exp.MIN_PROCS} MPI ranks, {how} {n}: "
-                         f"run `mpiexec -n {exp.NPROCS} python -m hpclab run {exp.NAME}` or use "
-                         f"n={exp.NPROCS}")
+    kernel = registry.get(exp.NAME)
+    low, default = kernel.min_procs, kernel.procs("default_procs")
+    if n < low:
+        raise ValueError(f"{exp.NAME} needs at least {low} MPI ranks, {how} {n}: "
+                         f"run `mpiexec -n {default} python -m hpclab run {exp.NAME}` or use "
+                         f"n={default}")
 
 
 def on_engines(exp, todo, profile=None, n=None, engines=None, timeout=None, mpi_args=(),
@@ -57,9 +61,9 @@ def on_engines(exp, todo, profile=None, n=None, engines=None, timeout=None, mpi_
 
     Engines are started (and stopped at the end, however it ends) unless
     ``engines`` is given. ``describe(task)`` names a task in timeout messages.
-    ``df.attrs["meta"]`` holds the metadata :func:`hpclab.records.save` writes.
+    Returns a :class:`hpclab.records.Run` (records and metadata).
     """
-    n = n or (engines.n if engines is not None else exp.NPROCS)
+    n = n or (engines.n if engines is not None else registry.get(exp.NAME).procs("default_procs"))
     _check_procs(exp, n, "got n =")
     timeout = timeout or profiles.get(exp.NAME, profile)["timeout"]
     owned = engines is None
@@ -76,8 +80,7 @@ def on_engines(exp, todo, profile=None, n=None, engines=None, timeout=None, mpi_
     finally:
         if owned:
             engines.stop()
-    df.attrs["meta"] = _meta(exp, profile, n, "ipyparallel", placement, mpi_args, extra)
-    return df
+    return records.Run(df, _meta(exp, profile, n, "ipyparallel", placement, mpi_args, extra))
 
 
 def in_job(exp, todo, comm=None, profile=None, progress=True, extra=None):
@@ -96,5 +99,4 @@ def in_job(exp, todo, comm=None, profile=None, progress=True, extra=None):
             call(**task)
         return None
     df = sweep(exp.NAME, todo, call, progress)
-    df.attrs["meta"] = _meta(exp, profile, comm.Get_size(), "mpiexec", placement, (), extra)
-    return df
+    return records.Run(df, _meta(exp, profile, comm.Get_size(), "mpiexec", placement, (), extra))

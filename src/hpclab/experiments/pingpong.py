@@ -14,12 +14,14 @@ import numpy as np
 import pandas as pd
 
 from hpclab import models, profiles, records
+from hpclab.kernels import registry
 from hpclab.experiments import in_job, on_engines
 
 NAME = "pingpong"
-MIN_PROCS = 2
-NPROCS = 2
-IMPLS = ("c", "cython", "python", "pickle")
+KERNEL = registry.get(NAME)
+MIN_PROCS = KERNEL.min_procs
+NPROCS = KERNEL.procs("default_procs")
+IMPLS = KERNEL.implementations
 METRIC, UNIT = "one_way_time", "s"
 
 
@@ -56,7 +58,7 @@ def measure(impl, nbytes, warmup, iterations, repetitions, hugepages=False, comm
         return []
     params = {"nbytes": nbytes, "warmup": warmup, "iterations": iterations,
               "hugepages": bool(hugepages)}
-    return records.rows(NAME, NAME, impl, comm.Get_size(), 1, params, times, METRIC, UNIT)
+    return records.timings(KERNEL, impl, comm.Get_size(), 1, params, times)
 
 
 def _describe(task):
@@ -68,8 +70,8 @@ def run(profile=None, impls=IMPLS, n=None, hugepages=False, mpi_args=(), progres
     """Measure on n MPI engines (default NPROCS; started and stopped here unless
     ``engines`` is given).
 
-    Returns the records as a DataFrame; ``df.attrs["meta"]`` holds the metadata
-    that :func:`hpclab.records.save` writes beside them.
+    Returns a :class:`hpclab.records.Run`: the records and the metadata that
+    :func:`hpclab.records.save` writes beside them.
     """
     return on_engines(sys.modules[__name__], tasks(profile, impls, hugepages), profile=profile,
                       n=n, engines=engines, timeout=timeout, mpi_args=mpi_args,
@@ -88,6 +90,7 @@ def run_mpi(comm=None, profile=None, impls=IMPLS, hugepages=False, progress=True
 
 def summary(df):
     """Median, best and worst one-way time and the bandwidth per implementation and size."""
+    df = records.table(df)
     g = df[df["metric"] == METRIC].groupby(["impl", "nbytes"])["value"]
     out = g.agg(median="median", best="min", worst="max", reps="count").reset_index()
     out["bandwidth_MBps"] = np.where(out["nbytes"] > 0, out["nbytes"] / out["median"] / 1e6, np.nan)
@@ -118,6 +121,7 @@ def fit(df, impl="c"):
 
 def small_message_latency(df, max_bytes=8):
     """Median one-way time of messages of at most max_bytes, per implementation (seconds)."""
+    df = records.table(df)
     s = df[(df["metric"] == METRIC) & (df["nbytes"] <= max_bytes)]
     return s.groupby("impl")["value"].median().reindex([i for i in IMPLS if i in set(s["impl"])])
 

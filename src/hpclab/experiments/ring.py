@@ -14,20 +14,20 @@ oversubscribed where P exceeds the cores (metric ``correct``, column
 """
 from __future__ import annotations
 
-import json
 import sys
-import warnings
 
 import numpy as np
 import pandas as pd
 
 from hpclab import launch, models, profiles, records
+from hpclab.kernels import registry
 from hpclab.experiments import in_job, on_engines
 
 NAME = "ring"
-MIN_PROCS = 1
-NPROCS = launch.usable_cores()
-IMPLS = ("c", "cython", "python")
+KERNEL = registry.get(NAME)
+MIN_PROCS = KERNEL.min_procs
+NPROCS = KERNEL.procs("default_procs")
+IMPLS = KERNEL.implementations
 VARIANTS = ("ssend_ordered", "send", "isend", "irecv", "sendrecv")
 METRIC, UNIT = "ring_time", "s"
 _BUFFERED = {}
@@ -96,7 +96,7 @@ def measure(impl, variant, nprocs, nbytes, warmup, iterations, repetitions, huge
                 return rows if sub.Get_rank() == 0 else []
         times = ring.RUNNERS[impl](sub, variant, nbytes, warmup=warmup, iterations=iterations,
                                    repetitions=repetitions, hugepages=hugepages)
-        rows += records.rows(NAME, NAME, impl, nprocs, 1, params, times, METRIC, UNIT)
+        rows += records.timings(KERNEL, impl, nprocs, 1, params, times)
         return rows if sub.Get_rank() == 0 else []
     finally:
         sub.Free()
@@ -117,7 +117,8 @@ def run(profile=None, impls=IMPLS, variants=VARIANTS, n=None, hugepages=False, m
     stops at the cores), then check correctness up to
     ``check_upto`` ranks (default: the profile's; 0 skips it) under mpiexec.
 
-    Returns the records as a DataFrame; ``df.attrs["meta"]`` holds the metadata.
+    Returns a :class:`hpclab.records.Run` (records and metadata; the correctness runs'
+    metadata under ``meta["runs"]``).
     """
     n = n or (engines.n if engines is not None else NPROCS)
     cores = launch.usable_cores()
@@ -128,17 +129,14 @@ def run(profile=None, impls=IMPLS, variants=VARIANTS, n=None, hugepages=False, m
     # on more engines than cores (a lab checks correctness on 4), time P = 1 .. cores only;
     # the other engines wait outside MPI, idle
     todo = tasks(profile, impls, hugepages, min(n, cores), variants)
-    df = on_engines(sys.modules[__name__], todo, profile=profile, n=n, engines=engines,
-                    timeout=timeout, mpi_args=mpi_args, progress=progress, describe=_describe,
-                    extra=_extra(impls, variants, hugepages))
-    meta = df.attrs["meta"]
+    timed = on_engines(sys.modules[__name__], todo, profile=profile, n=n, engines=engines,
+                       timeout=timeout, mpi_args=mpi_args, progress=progress, describe=_describe,
+                       extra=_extra(impls, variants, hugepages))
     upto = profiles.get(NAME, profile)["check_upto"] if check_upto is None else check_upto
-    if upto:
-        checked = check(upto, profile=profile, mpi_args=mpi_args, timeout=timeout)
-        df = records.frame(df.to_dict("records") + checked.to_dict("records"))
-        meta["correctness"] = checked.attrs["meta"]
-    df.attrs["meta"] = meta
-    return df
+    if not upto:
+        return timed
+    checked = check(upto, profile=profile, mpi_args=mpi_args, timeout=timeout)
+    return records.Run.combine(timed, checked, correctness_run=checked.meta["run_id"])
 
 
 def run_mpi(comm=None, profile=None, impls=IMPLS, hugepages=False, progress=True,
@@ -153,55 +151,25 @@ def run_mpi(comm=None, profile=None, impls=IMPLS, hugepages=False, progress=True
                   extra=_extra(impls, variants, hugepages))
 
 
-def check(upto=8, profile=None, payloads=None, mpi_args=(), timeout=None, progress=False):
-    """Every implementation and safe variant on P = 1 .. upto ranks, under mpiexec.
+def check(upto=8, profile=None, mpi_args=(), timeout=None, progress=False):
+    """Every implementation and safe variant on P = 1 .. upto ranks, under mpiexec
+    (the ring's part of ``python -m hpclab check ring``; see :mod:`hpclab.check`).
 
     Ranks beyond the cores are allowed here (correctness only) and labelled
-    ``oversubscribed``. Returns records with metric ``correct`` (1 or 0); a
-    wrong ring also raises :class:`hpclab.kernels.KernelError` after all runs.
+    ``oversubscribed``. Returns a :class:`hpclab.records.Run` with metric ``correct``
+    (1 or 0); a wrong ring raises :class:`hpclab.kernels.KernelError` after all runs.
     """
-    from tqdm.auto import tqdm
+    from hpclab import check as checker
 
-    from hpclab.kernels import KernelError
-
-    settings = profiles.get(NAME, profile)
-    payloads = settings["payloads"][:2] if payloads is None else list(payloads)
-    timeout = timeout or settings["timeout"]
-    rows, failures = [], []
-    for p in tqdm(range(1, upto + 1), desc="ring check", disable=not progress, leave=False):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", launch.OversubscriptionWarning)
-            proc = launch.mpirun([sys.executable, "-m", "hpclab.kernels.ring", "--check",
-                                  "--payloads", ",".join(map(str, payloads))],
-                                 n=p, timeout=timeout, mpi_args=mpi_args, check=False,
-                                 what=f"ring correctness on {p} ranks")
-        lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-        if proc.returncode and not any(not r["ok"] for r in lines if r["ok"] is not None):
-            raise launch.MPILaunchError(f"ring correctness on {p} ranks failed "
-                                        f"(exit code {proc.returncode}):\n{proc.stderr[-2000:]}")
-        for r in lines:
-            if r["ok"] is None:
-                continue
-            params = {"variant": r["variant"], "nbytes": r["nbytes"], "warmup": 1,
-                      "iterations": 3, "hugepages": False,
-                      "oversubscribed": p > launch.usable_cores()}
-            rows += records.rows(NAME, NAME, r["impl"], p, 1, params, [float(r["ok"])],
-                                 "correct", "bool")
-            if not r["ok"]:
-                failures.append(r["message"])
-    df = records.frame(rows)
-    df.attrs["meta"] = records.metadata(NAME, profiles.name(profile), {
-        "launcher": "mpiexec", "upto": upto, "payloads": payloads, "mpi_args": list(mpi_args),
-        "cores": launch.usable_cores()})
-    if failures:
-        raise KernelError(f"{len(failures)} ring run(s) came home wrong; first: {failures[0]}")
-    return df
+    return checker.run(NAME, upto=upto, profile=profile, mpi_args=mpi_args, timeout=timeout,
+                       progress=progress)
 
 
 # ----------------------------------------------------------------------------- analysis
 
 def timings(df):
     """Only the timing records (metric ring_time)."""
+    df = records.table(df)
     return df[df["metric"] == METRIC]
 
 
@@ -273,6 +241,7 @@ def measure_pingpong(engines=None, impl="c", profile=None, timeout=None):
 
 def correctness(df):
     """The correctness runs: one row per implementation, variant, payload and P."""
+    df = records.table(df)
     c = df[df["metric"] == "correct"]
     return c[["impl", "variant", "nbytes", "nprocs", "oversubscribed", "value"]].rename(
         columns={"value": "correct"}).reset_index(drop=True)

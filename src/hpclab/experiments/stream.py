@@ -17,7 +17,6 @@ at least four times all caches together (for ``star``, all ranks' arrays togethe
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -27,13 +26,15 @@ import time
 import numpy as np
 import pandas as pd
 
-from hpclab import launch, machine, models, profiles, records
+from hpclab import launch, machine, models, profiles, protocol, records
+from hpclab.kernels import registry
 from hpclab.experiments import in_job, on_engines, sweep
 
 NAME = "stream"
-MIN_PROCS = 1
-NPROCS = launch.usable_cores()
-IMPLS = ("c", "cython")
+KERNEL = registry.get(NAME)
+MIN_PROCS = KERNEL.min_procs
+NPROCS = KERNEL.procs("default_procs")
+IMPLS = KERNEL.implementations
 METRIC, UNIT = "time", "s"
 
 
@@ -118,8 +119,9 @@ def run_threads(impl, threads, bind, n, ntimes, hugepages=False, cpunodebind=Non
         cmd = ["numactl", f"--cpunodebind={cpunodebind}", f"--membind={membind}", *cmd]
     proc = launch.run_process(cmd, timeout=timeout, env=env,
                               what=f"STREAM {impl} with {threads} thread(s), {bind}")
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    result = json.loads(lines[-1]) if lines else {"error": proc.stderr.strip()[-2000:]}
+    results = protocol.parse(proc.stdout)
+    result = results[-1] if results else {"error": proc.stderr.strip()[-2000:] or
+                                          f"exit code {proc.returncode}, no result"}
     if "error" in result:
         from hpclab.kernels import KernelError
 
@@ -128,14 +130,7 @@ def run_threads(impl, threads, bind, n, ntimes, hugepages=False, cpunodebind=Non
 
 
 def _rows(impl, nprocs, nthreads, params, times, rank=0):
-    from hpclab.kernels.stream import OPS
-
-    out = []
-    for i, op in enumerate(OPS):
-        out += records.rows(NAME, NAME, impl, nprocs, nthreads, {**params, "op": op,
-                                                                  "rank": rank},
-                            times[i], METRIC, UNIT)
-    return out
+    return records.timings(KERNEL, impl, nprocs, nthreads, {**params, "rank": rank}, times)
 
 
 def _idle_wait(comm):
@@ -211,20 +206,18 @@ def run(profile=None, impls=IMPLS, threads=None, hugepages=False, mpi=True, n=No
     timeout = timeout or settings["timeout"]
     todo = tasks(profile, impls, hugepages, threads)
     df = sweep(NAME, todo, lambda **t: measure(**t, timeout=timeout), progress)
-    meta = records.metadata(NAME, profiles.name(profile), {
+    threaded = records.Run(df, records.metadata(NAME, profiles.name(profile), {
         "launcher": "subprocess", "settings": settings, "cores": launch.usable_cores(),
-        **_extra(impls, hugepages, array_elements(profile))})
-    if mpi:
-        ranks = n or (engines.n if engines is not None else NPROCS)
-        mpi_tasks = [t for t in tasks(profile, impls, hugepages, [1], ranks)
-                     if t["mode"] != "threads"]
-        mdf = on_engines(sys.modules[__name__], mpi_tasks, profile=profile, n=ranks,
-                         engines=engines, timeout=timeout, progress=progress,
-                         describe=_describe)
-        meta["mpi"] = mdf.attrs["meta"]
-        df = records.frame(df.to_dict("records") + mdf.to_dict("records"))
-    df.attrs["meta"] = meta
-    return df
+        **_extra(impls, hugepages, array_elements(profile))}))
+    if not mpi:
+        return threaded
+    ranks = n or (engines.n if engines is not None else NPROCS)
+    mpi_tasks = [t for t in tasks(profile, impls, hugepages, [1], ranks)
+                 if t["mode"] != "threads"]
+    on_ranks = on_engines(sys.modules[__name__], mpi_tasks, profile=profile, n=ranks,
+                          engines=engines, timeout=timeout, progress=progress,
+                          describe=_describe)
+    return records.Run.combine(threaded, on_ranks, mpi_run=on_ranks.meta["run_id"])
 
 
 def run_mpi(comm=None, profile=None, impls=IMPLS, hugepages=False, progress=True):
@@ -245,6 +238,7 @@ def bandwidths(df):
     """The records with a ``bandwidth`` column in bytes per second (STREAM's byte counts)."""
     from hpclab.kernels.stream import BYTES_PER_ELEMENT
 
+    df = records.table(df)
     t = df[df["metric"] == METRIC].copy()
     t["bandwidth"] = t["op"].map(BYTES_PER_ELEMENT) * t["n"] / t["value"]
     return t

@@ -5,9 +5,14 @@ Implementations written in Python take their message buffers from
 :class:`Buffer`, so they use the same allocator (``hpclab_alloc``) as the C
 and Cython implementations.
 """
+import numpy as np
+
 from cpython.buffer cimport PyBUF_WRITABLE
-from hpclab_common cimport (hpclab_alloc, hpclab_free, hpclab_mpi_build_library,
-                            hpclab_compiler)
+from mpi4py cimport MPI
+from mpi4py.libmpi cimport MPI_Finalized, MPI_COMM_NULL
+from hpclab_common cimport (HPCLAB_ERRLEN, hpclab_alloc, hpclab_free, hpclab_mpi_build_library,
+                            hpclab_compiler, hpclab_topo, hpclab_topo_create, hpclab_topo_free,
+                            hpclab_topo_points, hpclab_halo_exchange, hpclab_block_range)
 
 
 cdef class Buffer:
@@ -71,3 +76,85 @@ def mpi_build_library():
 def compiler():
     """The C compiler the kernels were compiled with."""
     return hpclab_compiler().decode()
+
+
+def block_range(long n, int parts, int index):
+    """(offset, count) of the block of n points that part `index` of `parts` owns (C)."""
+    cdef long offset, count
+    if parts < 1 or not 0 <= index < parts:
+        raise ValueError(f"part {index} of {parts} does not exist")
+    hpclab_block_range(n, parts, index, &offset, &count)
+    return offset, count
+
+
+cdef class CTopology:
+    """The C topology layer (hpclab_topo.c) on an mpi4py communicator.
+
+    Use :class:`hpclab.kernels.topology.Topology`, which validates arguments and
+    offers the same interface in mpi4py; this class is its ``impl="c"``.
+    """
+    cdef hpclab_topo t
+    cdef bint alive
+
+    def __cinit__(self, MPI.Comm comm not None, global_shape, dims, periods):
+        cdef long g[3]
+        cdef int d_[3]
+        cdef int p_[3]
+        cdef int nd = len(global_shape), k, rc
+        cdef char errmsg[HPCLAB_ERRLEN]
+        self.alive = False
+        if not 1 <= nd <= 3 or len(dims) != nd or len(periods) != nd:
+            raise ValueError("global_shape, dims and periods need 1 to 3 entries each")
+        for k in range(nd):
+            g[k] = global_shape[k]
+            d_[k] = dims[k]
+            p_[k] = 1 if periods[k] else 0
+        errmsg[0] = 0
+        with nogil:
+            rc = hpclab_topo_create(comm.ob_mpi, nd, g, d_, p_, &self.t, errmsg, HPCLAB_ERRLEN)
+        if rc:
+            raise ValueError(errmsg.decode(errors="replace"))
+        self.alive = True
+
+    def _tuple(self, name):
+        cdef int k
+        vals = []
+        for k in range(self.t.ndims):
+            vals.append({"dims": self.t.dims[k], "periods": bool(self.t.periods[k]),
+                         "coords": self.t.coords[k], "global": self.t.glob[k],
+                         "local": self.t.local[k], "offset": self.t.offset[k],
+                         "lo": self.t.lo[k], "hi": self.t.hi[k]}[name])
+        return tuple(vals)
+
+    def describe(self):
+        """The decomposition as a dict (the same keys as the mpi4py Topology's)."""
+        if not self.alive:
+            raise ValueError("this topology was freed")
+        out = {name: self._tuple(name) for name in ("dims", "periods", "coords", "global",
+                                                    "local", "offset", "lo", "hi")}
+        out.update(rank=self.t.rank, size=self.t.size, cut=self.t.cut,
+                   points=hpclab_topo_points(&self.t))
+        return out
+
+    def exchange(self, double[::1] field not None):
+        """Exchange the halo layer of a C-contiguous field of local + 2 points per dimension."""
+        if not self.alive:
+            raise ValueError("this topology was freed")
+        if <size_t>field.shape[0] != hpclab_topo_points(&self.t):
+            raise ValueError(f"the field has {field.shape[0]} doubles, the decomposition "
+                             f"needs {hpclab_topo_points(&self.t)} (local + 2 per dimension)")
+        with nogil:
+            hpclab_halo_exchange(&self.t, &field[0])
+
+    def free(self):
+        """Free the Cartesian communicator and the face datatypes (collective)."""
+        if self.alive:
+            hpclab_topo_free(&self.t)
+            self.alive = False
+
+    def __dealloc__(self):
+        cdef int finalized = 0
+        if self.alive:
+            MPI_Finalized(&finalized)
+            if not finalized:
+                hpclab_topo_free(&self.t)

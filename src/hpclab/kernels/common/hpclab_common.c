@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "hpclab_common.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +69,7 @@ int hpclab_fail_together(MPI_Comm comm, int failed, char *errmsg, size_t errlen)
     if (nfailed == 0)
         return 0;
     /* the lowest failing rank tells everybody what went wrong */
-    candidate = failed ? rank : 1 << 30;
+    candidate = failed ? rank : INT_MAX;
     MPI_Allreduce(&candidate, &first, 1, MPI_INT, MPI_MIN, comm);
     memset(buf, 0, sizeof buf);
     if (rank == first)

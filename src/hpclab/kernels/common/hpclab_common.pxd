@@ -1,6 +1,6 @@
 # Declarations of hpclab_common.h for the kernels' Cython modules.
 from libc.string cimport strncpy
-from mpi4py.libmpi cimport MPI_Comm
+from mpi4py.libmpi cimport MPI_Comm, MPI_Request
 
 cdef extern from "hpclab_common.h" nogil:
     enum: HPCLAB_ERRLEN
@@ -18,3 +18,30 @@ cdef inline void hpclab_set_errmsg(char *dst, str text) noexcept:
     cdef bytes raw = text.encode()
     strncpy(dst, raw, HPCLAB_ERRLEN - 1)
     dst[HPCLAB_ERRLEN - 1] = 0
+
+
+cdef extern from "hpclab_topo.h" nogil:
+    enum: HPCLAB_TOPO_MAXDIMS
+    enum: HPCLAB_HALO_REQUESTS
+    ctypedef struct hpclab_topo:
+        MPI_Comm cart
+        int ndims
+        int rank
+        int size
+        int dims[3]
+        int periods[3]
+        int coords[3]
+        long glob "global"[3]
+        long local[3]
+        long offset[3]
+        int lo[3]
+        int hi[3]
+        int cut
+    void hpclab_block_range(long n, int parts, int index, long *offset, long *count)
+    int hpclab_topo_create(MPI_Comm comm, int ndims, const long *glob, const int *dims,
+                           const int *periods, hpclab_topo *t, char *errmsg, size_t errlen)
+    void hpclab_topo_free(hpclab_topo *t)
+    size_t hpclab_topo_points(const hpclab_topo *t)
+    void hpclab_halo_start(const hpclab_topo *t, double *field, MPI_Request *req)
+    void hpclab_halo_finish(MPI_Request *req)
+    void hpclab_halo_exchange(const hpclab_topo *t, double *field)

@@ -1,15 +1,16 @@
 """Ring: two messages travel around a periodic ring of P ranks and come home.
 
 Every variant (how one step exchanges its two messages) in three
-implementations with one signature::
+implementations with one signature, generated from the declaration
+(:mod:`hpclab.kernels.ring.declaration`)::
 
     run_c(comm, variant="irecv", nbytes=4, warmup=None, iterations=None, repetitions=5,
           hugepages=False)
     run_cython(...)   # Cython against mpi4py's libmpi cimports
     run_python(...)   # mpi4py buffer API
 
-Each returns a numpy array of the time of one full ring (P steps) in seconds,
-one per repetition, the slowest rank's, on every rank; each checks the sums and
+Each returns an array of shape (1, repetitions): the time of one full ring (P
+steps) in seconds per repetition, the slowest rank's, on every rank; each checks the sums and
 the payload that come home and raises :class:`hpclab.kernels.KernelError` on
 every rank when any is wrong. Variants (see ring.c):
 
@@ -21,21 +22,21 @@ every rank when any is wrong. Variants (see ring.c):
 ``naive``          MPI_Ssend first on every rank: deadlocks (needs allow_deadlock=True,
                    see :func:`demonstrate_deadlock`)
 """
-import numbers
 import sys
 import time
 
 from hpclab.kernels import KernelError, check_mpi_match
+from hpclab.kernels.api import build
+from hpclab.kernels.ring.declaration import KERNEL, VARIANTS
 
 check_mpi_match()
 
 from . import _ring  # noqa: E402
 from ._python import run_python as _run_python  # noqa: E402
-from ._ring import VARIANTS, expected, pattern  # noqa: E402
+from ._ring import expected, pattern  # noqa: E402
 
-IMPLEMENTATIONS = ("c", "cython", "python")
-SAFE_VARIANTS = ("ssend_ordered", "send", "isend", "irecv", "sendrecv")
-MAX_BYTES = 4 * (2**31 - 1)
+IMPLEMENTATIONS = KERNEL.implementations
+SAFE_VARIANTS = tuple(v for v in VARIANTS if v != "naive")
 # Rings per timed batch: about 1e7 rank-steps of bytes moved, at most 10,000 rings.
 _BUDGET_BYTES = 1 << 27
 
@@ -46,87 +47,23 @@ def default_iterations(nbytes, size):
     return max(1, timed // 10), timed
 
 
-def _check(comm, variant, nbytes, warmup, iterations, repetitions, allow_deadlock):
-    from mpi4py import MPI
-
-    if not isinstance(comm, MPI.Comm):
-        raise TypeError(f"comm must be an mpi4py communicator, got {type(comm).__name__}")
-    if comm == MPI.COMM_NULL:
-        raise ValueError("comm is MPI.COMM_NULL")
-    if isinstance(comm, MPI.Intercomm):
-        raise ValueError("the ring needs an intracommunicator (e.g. MPI.COMM_WORLD)")
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown ring variant {variant!r}: choose one of {', '.join(VARIANTS)}")
-    if variant == "naive" and not allow_deadlock:
+def _prepare(comm, v):
+    if v["variant"] == "naive" and not v["allow_deadlock"]:
         raise ValueError(
             "the 'naive' ring deadlocks on every run: every rank waits in MPI_Ssend for a "
             "receive that is never posted. Run it under a timeout with "
             "hpclab.kernels.ring.demonstrate_deadlock(), or pass allow_deadlock=True if you "
             "have your own timeout")
-    if not isinstance(nbytes, numbers.Integral) or isinstance(nbytes, bool):
-        raise TypeError(f"nbytes must be an integer, got {nbytes!r}")
-    if nbytes < 4 or nbytes % 4 or nbytes > MAX_BYTES:
-        raise ValueError(f"nbytes must be a multiple of 4 (int32 elements) between 4 and "
-                         f"{MAX_BYTES}, got {nbytes}")
-    dw, di = default_iterations(nbytes, comm.Get_size())
-    warmup = dw if warmup is None else warmup
-    iterations = di if iterations is None else iterations
-    for name, value, low in (("warmup", warmup, 0), ("iterations", iterations, 1),
-                             ("repetitions", repetitions, 1)):
-        if (not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low
-                or value > 2**31 - 1):
-            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return VARIANTS.index(variant), int(nbytes), int(warmup), int(iterations), int(repetitions)
+    warmup, iterations = default_iterations(v["nbytes"], comm.Get_size())
+    return (VARIANTS.index(v["variant"]), v["nbytes"],
+            warmup if v["warmup"] is None else v["warmup"],
+            iterations if v["iterations"] is None else v["iterations"], v["repetitions"],
+            v["hugepages"])
 
 
-def _wrap(impl, func):
-    def run(comm, variant="irecv", nbytes=4, warmup=None, iterations=None, repetitions=5,
-            hugepages=False, allow_deadlock=False):
-        v, nbytes, warmup, iterations, repetitions = _check(
-            comm, variant, nbytes, warmup, iterations, repetitions, allow_deadlock)
-        try:
-            return func(comm, v, nbytes, warmup, iterations, repetitions, bool(hugepages))
-        except _ring.RingError as exc:
-            raise KernelError(f"ring ({impl}, {variant}) failed: {exc}") from None
-
-    run.__name__ = run.__qualname__ = f"run_{impl}"
-    run.__doc__ = f"""The ring, {impl} implementation.
-
-    Parameters
-    ----------
-    comm : mpi4py.MPI.Comm
-        Any intracommunicator; the ring is a periodic 1D Cartesian communicator
-        over all of its ranks (one rank is a ring of one).
-    variant : str
-        One of {', '.join(VARIANTS)}.
-    nbytes : int
-        Size of each message in bytes: a multiple of 4, at least 4 (the rank).
-    warmup, iterations : int, optional
-        Untimed and timed full rings per repetition (see default_iterations).
-    repetitions : int
-        Number of timed batches.
-    hugepages : bool
-        Ask for transparent huge pages for the buffers.
-    allow_deadlock : bool
-        Needed for the 'naive' variant, which never returns.
-
-    Returns
-    -------
-    numpy.ndarray
-        Seconds per full ring of each repetition, the slowest rank's, on every rank.
-
-    Raises
-    ------
-    hpclab.kernels.KernelError
-        On every rank, when any rank's messages came home wrong.
-    """
-    return run
-
-
-run_c = _wrap("c", _ring.run_c)
-run_cython = _wrap("cython", _ring.run_cython)
-run_python = _wrap("python", _run_python)
-RUNNERS = {"c": run_c, "cython": run_cython, "python": run_python}
+RUNNERS = build(KERNEL, {"c": _ring.run_c, "cython": _ring.run_cython, "python": _run_python},
+                (_ring.RingError, KernelError), prepare=_prepare)
+run_c, run_cython, run_python = (RUNNERS[i] for i in IMPLEMENTATIONS)
 
 
 def send_is_buffered(comm, nbytes, wait=0.25):
@@ -141,7 +78,10 @@ def send_is_buffered(comm, nbytes, wait=0.25):
     import numpy as np
     from mpi4py import MPI
 
-    _check(comm, "send", nbytes, 0, 1, 1, False)
+    from hpclab.kernels.api import check_comm
+
+    check_comm(KERNEL, comm)
+    nbytes = KERNEL.param("nbytes").check(nbytes, KERNEL.slug)
     cart = comm.Create_cart([comm.Get_size()], periods=[True], reorder=False)
     try:
         left, right = cart.Shift(0, 1)
@@ -172,6 +112,25 @@ def eager_limit(comm, sizes, wait=0.25):
     return last_ok, None
 
 
+def check_cases(comm):
+    """The correctness matrix of ``python -m hpclab check ring``: every safe variant at
+    two payloads (the rank alone, and a payload); the plain send ring only where MPI
+    buffers its messages (elsewhere it would deadlock, which is not a wrong answer)."""
+    for nbytes in (4, 4096):
+        for variant in SAFE_VARIANTS:
+            case = {"variant": variant, "nbytes": nbytes, "warmup": 1, "iterations": 3,
+                    "repetitions": 2}
+            if variant == "send" and comm.Get_size() > 1 and not send_is_buffered(comm, nbytes):
+                case["skip"] = "not buffered by MPI: would deadlock"
+            yield case
+
+
+def inject_fault(comm):
+    """Test hook of the correctness runner: the last rank corrupts element 3 of what it
+    receives from the left."""
+    _ring._set_fault(3, rank=comm.Get_size() - 1)
+
+
 def demonstrate_deadlock(n=2, variant="naive", nbytes=4, impl="c", timeout=10.0, mpi_args=()):
     """Run one ring under ``mpiexec -n n`` with a timeout and report what happened.
 
@@ -197,5 +156,5 @@ def demonstrate_deadlock(n=2, variant="naive", nbytes=4, impl="c", timeout=10.0,
 
 
 __all__ = ["run_c", "run_cython", "run_python", "RUNNERS", "IMPLEMENTATIONS", "VARIANTS",
-           "SAFE_VARIANTS", "default_iterations", "expected", "pattern", "send_is_buffered",
+           "SAFE_VARIANTS", "KERNEL", "default_iterations", "expected", "pattern", "send_is_buffered",
            "eager_limit", "demonstrate_deadlock", "KernelError"]

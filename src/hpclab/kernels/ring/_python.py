@@ -7,6 +7,7 @@ import numpy as np
 from mpi4py import MPI
 
 from hpclab.kernels import agree
+from hpclab.kernels.topology import Topology
 from hpclab.kernels.common._common import Buffer
 
 from ._ring import TAG_LEFT, TAG_RIGHT, VARIANTS, RingError, _fault, expected, pattern
@@ -54,10 +55,12 @@ def _exchange(cart, rank, size, left, right, variant, sr, sl, rr, rl):
 
 def run_python(comm, variant, nbytes, warmup, iterations, repetitions, hugepages):
     name = VARIANTS[variant]
-    cart = comm.Create_cart([comm.Get_size()], periods=[True], reorder=False)
+    # the periodic 1D grid of the topology layer, one point per rank
+    ring = Topology(comm, (comm.Get_size(),), dims=(comm.Get_size(),), periods=(True,))
+    cart = ring.cart
     try:
-        rank, size = cart.Get_rank(), cart.Get_size()
-        left, right = cart.Shift(0, 1)
+        rank, size = ring.rank, ring.size
+        left, right = ring.lo[0], ring.hi[0]
         count = nbytes // 4
         raw = [Buffer(nbytes, hugepages) for _ in range(6)]
         views = [np.frombuffer(b, np.int32) for b in raw]
@@ -102,7 +105,7 @@ def run_python(comm, variant, nbytes, warmup, iterations, repetitions, hugepages
                   RingError)
         return times
     finally:
-        cart.Free()
+        ring.free()
 
 
 def _check_home(home, rank, size, count, rep, want, wrong, iterations):

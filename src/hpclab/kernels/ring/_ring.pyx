@@ -11,12 +11,13 @@ from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.string cimport memset
 from mpi4py cimport MPI
 from mpi4py.libmpi cimport (MPI_Comm, MPI_Request, MPI_COMM_NULL, MPI_Comm_rank, MPI_Comm_size,
-                            MPI_Comm_free, MPI_Cart_create, MPI_Cart_shift, MPI_Send, MPI_Ssend,
+                            MPI_Send, MPI_Ssend,
                             MPI_Recv, MPI_Isend, MPI_Irecv, MPI_Sendrecv, MPI_Waitall,
                             MPI_Barrier, MPI_Allreduce, MPI_Wtime, MPI_INT32_T, MPI_DOUBLE,
                             MPI_MAX, MPI_STATUS_IGNORE, MPI_STATUSES_IGNORE)
 from hpclab_common cimport (HPCLAB_ERRLEN, hpclab_alloc, hpclab_free, hpclab_fail_together,
-                            hpclab_set_errmsg)
+                            hpclab_set_errmsg, hpclab_topo, hpclab_topo_create,
+                            hpclab_topo_free)
 
 cdef extern from "ring.h" nogil:
     enum:
@@ -199,6 +200,9 @@ def run_cython(MPI.Comm comm not None, int variant, Py_ssize_t nbytes, int warmu
                int iterations, int repetitions, bint hugepages=False):
     """The same measurement written in Cython against mpi4py's libmpi cimports."""
     cdef Ring g
+    cdef hpclab_topo ring
+    cdef long points[1]
+    cdef bint have_ring = False
     cdef int dims[1]
     cdef int periods[1]
     cdef int d, i, w, it, r, failed = 0
@@ -221,9 +225,17 @@ def run_cython(MPI.Comm comm not None, int variant, Py_ssize_t nbytes, int warmu
         g.buf[d][1] = NULL
     try:
         with nogil:
-            MPI_Cart_create(comm.ob_mpi, 1, dims, periods, 0, &g.cart)
-            MPI_Comm_rank(g.cart, &g.rank)
-            MPI_Cart_shift(g.cart, 0, 1, &g.left, &g.right)
+            # the periodic 1D grid of the topology layer, one point per rank
+            points[0] = g.size
+            if hpclab_topo_create(comm.ob_mpi, 1, points, dims, periods, &ring, errmsg,
+                                  HPCLAB_ERRLEN):
+                with gil:
+                    raise RingError(errmsg.decode(errors="replace"))
+            have_ring = True
+            g.cart = ring.cart
+            g.rank = ring.rank
+            g.left = ring.lo[0]
+            g.right = ring.hi[0]
             for d in range(2):
                 g.origin[d] = <int32_t *>hpclab_alloc(nbytes, hugepages)
                 g.buf[d][0] = <int32_t *>hpclab_alloc(nbytes, hugepages)
@@ -236,8 +248,7 @@ def run_cython(MPI.Comm comm not None, int variant, Py_ssize_t nbytes, int warmu
                     g.origin[d][i] = hpclab_ring_pattern(g.rank, i, d)
             if failed:
                 with gil:
-                    hpclab_set_errmsg(errmsg, f"rank {g.rank}: cannot allocate six buffers of "
-                                         f"{nbytes} bytes")
+                    hpclab_set_errmsg(errmsg, f"cannot allocate six buffers of {nbytes} bytes")
             if hpclab_fail_together(g.cart, failed, errmsg, HPCLAB_ERRLEN):
                 failed = 1
             if not failed:
@@ -271,8 +282,8 @@ def run_cython(MPI.Comm comm not None, int variant, Py_ssize_t nbytes, int warmu
             hpclab_free(g.origin[d])
             hpclab_free(g.buf[d][0])
             hpclab_free(g.buf[d][1])
-        if g.cart != MPI_COMM_NULL:
-            MPI_Comm_free(&g.cart)
+        if have_ring:
+            hpclab_topo_free(&ring)
     if failed:
         raise RingError(errmsg.decode(errors="replace"))
     return np.asarray(times)

@@ -36,6 +36,7 @@
  */
 #include "ring.h"
 #include "hpclab_common.h"
+#include "hpclab_topo.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -187,6 +188,8 @@ int hpclab_ring(MPI_Comm comm, int variant, size_t nbytes, int warmup, int itera
                 int repetitions, int hugepages, double *times, char *errmsg, size_t errlen)
 {
     ring_t g = {.cart = MPI_COMM_NULL};
+    hpclab_topo ring;
+    long points[1];
     int failed = 0, dims[1], periods[1] = {1};
     char msg[HPCLAB_ERRLEN] = "";
     int32_t *home_r = NULL, *home_l = NULL;
@@ -201,17 +204,21 @@ int hpclab_ring(MPI_Comm comm, int variant, size_t nbytes, int warmup, int itera
         return 1;
     }
     g.count = (int)(nbytes / 4);
-    MPI_Cart_create(comm, 1, dims, periods, 0, &g.cart);
-    MPI_Comm_rank(g.cart, &g.rank);
-    MPI_Cart_shift(g.cart, 0, 1, &g.left, &g.right);
+    /* the ring is the periodic 1D grid of the topology layer, one point per rank */
+    points[0] = g.size;
+    if (hpclab_topo_create(comm, 1, points, dims, periods, &ring, errmsg, errlen))
+        return 1;
+    g.cart = ring.cart;
+    g.rank = ring.rank;
+    g.left = ring.lo[0];
+    g.right = ring.hi[0];
 
     for (int d = 0; d < 2 && !failed; d++) {
         g.origin[d] = hpclab_alloc(nbytes, hugepages);
         g.buf[d][0] = hpclab_alloc(nbytes, hugepages);
         g.buf[d][1] = hpclab_alloc(nbytes, hugepages);
         if (!g.origin[d] || !g.buf[d][0] || !g.buf[d][1]) {
-            snprintf(msg, sizeof msg, "rank %d: cannot allocate six buffers of %zu bytes",
-                     g.rank, nbytes);
+            snprintf(msg, sizeof msg, "cannot allocate six buffers of %zu bytes", nbytes);
             failed = 1;
             break;
         }
@@ -255,8 +262,7 @@ done:
         hpclab_free(g.buf[d][0]);
         hpclab_free(g.buf[d][1]);
     }
-    if (g.cart != MPI_COMM_NULL)
-        MPI_Comm_free(&g.cart);
+    hpclab_topo_free(&ring);
     if (failed || msg[0]) {
         snprintf(errmsg, errlen, "%s", msg);
         return 1;

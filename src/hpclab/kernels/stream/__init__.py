@@ -16,19 +16,20 @@ least four times all caches together). With ``comm`` (an mpi4py communicator)
 every rank runs on its own arrays and the ranks start each kernel together
 (HPCC's StarSTREAM); the times are this rank's.
 """
-import numbers
 import os
 
 import numpy as np
 
 from hpclab.kernels import KernelError, check_mpi_match
+from hpclab.kernels.api import build
+from hpclab.kernels.stream.declaration import KERNEL
 
 check_mpi_match()
 
 from . import _stream  # noqa: E402
 
-IMPLEMENTATIONS = ("c", "cython")
-OPS = ("copy", "scale", "add", "triad")
+IMPLEMENTATIONS = KERNEL.implementations
+OPS = KERNEL.metric_names
 # bytes moved per element, as STREAM counts them (no write-allocate traffic)
 BYTES_PER_ELEMENT = {"copy": 16, "scale": 16, "add": 24, "triad": 24}
 # floating-point operations per element
@@ -54,68 +55,33 @@ def default_threads():
     return int(env) if env.isdigit() and int(env) > 0 else launch.usable_cores()
 
 
-def _check(n, ntimes, threads, comm):
-    if n is None:
-        n = min_elements()
-    for name, value, low, high in (("n", n, 1, 2**40), ("ntimes", ntimes, 2, MAX_NTIMES)):
-        if not isinstance(value, numbers.Integral) or isinstance(value, bool):
-            raise TypeError(f"{name} must be an integer, got {value!r}")
-        if not low <= value <= high:
-            raise ValueError(f"{name} must be between {low} and {high}, got {value}"
-                             + (" (STREAM counts the trials after the first: at least 2)"
-                                if name == "ntimes" else ""))
-    threads = default_threads() if threads is None else threads
-    if not isinstance(threads, numbers.Integral) or isinstance(threads, bool) or threads < 1:
-        raise ValueError(f"threads must be a positive integer, got {threads!r}")
-    if comm is not None:
-        from mpi4py import MPI
-
-        if not isinstance(comm, MPI.Comm) or comm == MPI.COMM_NULL:
-            raise TypeError(f"comm must be an mpi4py communicator or None, got {comm!r}")
-    return int(n), int(ntimes), int(threads)
+def _prepare(comm, v):
+    n = min_elements() if v["n"] is None else v["n"]
+    threads = default_threads() if v["threads"] is None else v["threads"]
+    return n, v["ntimes"], threads, v["hugepages"]
 
 
-def _wrap(impl, func):
-    def run(n=None, ntimes=10, threads=None, hugepages=False, comm=None):
-        n, ntimes, threads = _check(n, ntimes, threads, comm)
-        try:
-            times = func(n, ntimes, threads, bool(hugepages), comm)
-        except _stream.StreamError as exc:
-            raise KernelError(f"stream ({impl}) failed: {exc}") from None
-        return times[:, 1:]
-
-    run.__name__ = run.__qualname__ = f"run_{impl}"
-    run.__doc__ = f"""STREAM, {impl} implementation.
-
-    Parameters
-    ----------
-    n : int, optional
-        Elements (doubles) per array; default: STREAM's minimum for this machine.
-    ntimes : int
-        Trials, the first of which is not returned (STREAM's NTIMES, at least 2).
-    threads : int, optional
-        OpenMP threads; default OMP_NUM_THREADS or the usable cores.
-    hugepages : bool
-        Ask for transparent huge pages for the arrays.
-    comm : mpi4py.MPI.Comm, optional
-        Start every kernel together with the other ranks of comm (StarSTREAM).
-
-    Returns
-    -------
-    numpy.ndarray
-        Seconds of shape (4, ntimes - 1): copy, scale, add, triad by trial.
-
-    Raises
-    ------
-    hpclab.kernels.KernelError
-        The arrays failed validation, or the threads or memory were not available.
-    """
-    return run
+def _drop_first_trial(times, values):
+    return np.asarray(times)[:, 1:]
 
 
-run_c = _wrap("c", _stream.run_c)
-run_cython = _wrap("cython", _stream.run_cython)
-RUNNERS = {"c": run_c, "cython": run_cython}
+RUNNERS = build(KERNEL, {"c": _stream.run_c, "cython": _stream.run_cython},
+                (_stream.StreamError,), prepare=_prepare, finish=_drop_first_trial)
+run_c, run_cython = (RUNNERS[i] for i in IMPLEMENTATIONS)
+
+
+def check_cases(comm):
+    """The correctness matrix of ``python -m hpclab check stream``: small odd arrays,
+    one and two threads, alone on each rank and together on all of them (StarSTREAM)."""
+    for n in (1, 10_007):
+        for threads in (1, 2):
+            yield {"n": n, "ntimes": 3, "threads": threads}
+        yield {"n": n, "ntimes": 3, "threads": 1, "comm": comm}
+
+
+def inject_fault(comm):
+    """Test hook of the correctness runner: element 5 of one array is zeroed."""
+    _stream._set_fault(5)
 
 
 def bandwidth(times, n):
@@ -125,5 +91,5 @@ def bandwidth(times, n):
 
 
 __all__ = ["run_c", "run_cython", "RUNNERS", "IMPLEMENTATIONS", "OPS", "BYTES_PER_ELEMENT",
-           "FLOPS_PER_ELEMENT", "min_elements", "default_threads", "bandwidth", "expected",
+           "FLOPS_PER_ELEMENT", "KERNEL", "min_elements", "default_threads", "bandwidth", "expected",
            "openmp", "KernelError"]

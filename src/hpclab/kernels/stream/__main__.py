@@ -2,11 +2,11 @@
 
 The OpenMP runtime reads OMP_PLACES and OMP_PROC_BIND once, when it starts, so
 every thread count and binding gets a process of its own (and, for close and
-distant memory, its own ``numactl``). MPI is not initialised here. Prints one
-JSON object: the times and the OpenMP settings in force.
+distant memory, its own ``numactl``). MPI is not initialised here. Hands one
+result to the parent (:mod:`hpclab.protocol`): the times and the OpenMP
+settings in force, or the error.
 """
 import argparse
-import json
 import os
 import sys
 
@@ -25,19 +25,20 @@ def main(argv=None):
 
     mpi4py.rc.initialize = False  # no MPI here: this process only runs threads
     mpi4py.rc.finalize = False
+    from hpclab import protocol
     from hpclab.kernels import KernelError, stream
 
     try:
         times = stream.RUNNERS[args.impl](args.n, args.ntimes, args.threads, args.hugepages)
     except (KernelError, ValueError, TypeError) as exc:
-        print(json.dumps({"error": str(exc)}))
+        protocol.emit({"error": str(exc)})
         return 1
     n = args.n if args.n is not None else stream.min_elements()
-    print(json.dumps({"times": times.tolist(), "n": n, "ntimes": args.ntimes,
-                      "threads": args.threads or stream.default_threads(),
-                      "openmp": stream.openmp(),
-                      "env": {k: os.environ.get(k) for k in ("OMP_PLACES", "OMP_PROC_BIND",
-                                                             "OMP_NUM_THREADS")}}))
+    protocol.emit({"times": times.tolist(), "n": n, "ntimes": args.ntimes,
+                   "threads": args.threads or stream.default_threads(),
+                   "openmp": stream.openmp(),
+                   "env": {k: os.environ.get(k) for k in ("OMP_PLACES", "OMP_PROC_BIND",
+                                                          "OMP_NUM_THREADS")}})
     return 0
 
 

@@ -1,4 +1,5 @@
-"""The notebook path (engines) and the CLI path (mpiexec) write the same records."""
+"""PingPong: the notebook path (engines) and the CLI path (mpiexec) write the same records;
+the chapter page."""
 import json
 import sys
 
@@ -34,13 +35,14 @@ def test_cli_writes_csv_and_json_records(cli_run):
 def test_engines_path_gives_the_same_record_shape(cli_run, engines):
     out, _ = cli_run
     cli, _ = records.load(next(out.glob("pingpong-*.csv")))
-    nb = pingpong.run(profile="quick", impls=("c", "python"), engines=engines, progress=False)
+    nb, meta = pingpong.run(profile="quick", impls=("c", "python"), engines=engines,
+                            progress=False)
     assert list(nb.columns) == list(cli.columns)
     key = ["impl", "nbytes", "warmup", "iterations", "rep"]
     merged = nb[key].merge(cli[key], on=key, how="left", indicator=True)
     assert (merged["_merge"] == "both").all()
-    assert nb.attrs["meta"]["launcher"] == "ipyparallel"
-    assert {p["thread_level"] for p in nb.attrs["meta"]["placement"]} == {"funneled"}
+    assert meta["launcher"] == "ipyparallel"
+    assert {p["thread_level"] for p in meta["placement"]} == {"funneled"}
 
 
 def test_cli_refuses_one_rank_clearly(tmp_path):
@@ -69,3 +71,11 @@ def test_analysis_of_a_run(engines):
     assert overhead["c"] == 0
     with pytest.raises(ValueError, match="no records of implementation"):
         pingpong.fit(df, "cython")
+
+
+def test_pingpong_page_has_its_figures_numbers_and_references(book):
+    html, _ = book
+    page = (html / "book" / "pingpong" / "index.html").read_text()
+    assert page.count("<img") >= 4
+    assert "Measured on" in page and "MPICH" in page
+    assert "report 004" in page and "report 001" in page and "report 002" in page

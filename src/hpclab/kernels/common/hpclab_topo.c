@@ -1,0 +1,145 @@
+/*
+ * NAME
+ *   hpclab_topo.c - Cartesian decomposition and halo exchange (see hpclab_topo.h).
+ */
+#include "hpclab_topo.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void hpclab_block_range(long n, int parts, int index, long *offset, long *count)
+{
+    long base = n / parts, extra = n % parts;
+
+    *count = base + (index < extra);
+    *offset = index * base + (index < extra ? index : extra);
+}
+
+static void face_type(const hpclab_topo *t, int d, long start, MPI_Datatype *type)
+{
+    int sizes[HPCLAB_TOPO_MAXDIMS], sub[HPCLAB_TOPO_MAXDIMS], starts[HPCLAB_TOPO_MAXDIMS];
+
+    for (int k = 0; k < t->ndims; k++) {
+        sizes[k] = (int)(t->local[k] + 2);
+        sub[k] = k == d ? 1 : (int)t->local[k];
+        starts[k] = k == d ? (int)start : 1;
+    }
+    MPI_Type_create_subarray(t->ndims, sizes, sub, starts, MPI_ORDER_C, MPI_DOUBLE, type);
+    MPI_Type_commit(type);
+}
+
+int hpclab_topo_create(MPI_Comm comm, int ndims, const long *global, const int *dims,
+                       const int *periods, hpclab_topo *t, char *errmsg, size_t errlen)
+{
+    int size, product = 1;
+
+    memset(t, 0, sizeof *t);
+    t->cart = MPI_COMM_NULL;
+    for (int d = 0; d < HPCLAB_TOPO_MAXDIMS; d++)
+        t->send_lo[d] = t->send_hi[d] = t->recv_lo[d] = t->recv_hi[d] = MPI_DATATYPE_NULL;
+    MPI_Comm_size(comm, &size);
+    if (ndims < 1 || ndims > HPCLAB_TOPO_MAXDIMS) {
+        snprintf(errmsg, errlen, "a grid has 1 to %d dimensions, got %d", HPCLAB_TOPO_MAXDIMS,
+                 ndims);
+        return 1;
+    }
+    t->ndims = ndims;
+    for (int d = 0; d < ndims; d++) {
+        t->dims[d] = dims ? dims[d] : 0;
+        t->periods[d] = periods ? periods[d] != 0 : 0;
+        t->global[d] = global[d];
+        if (t->dims[d] < 0) {
+            snprintf(errmsg, errlen, "ranks per dimension must be >= 0 (0: MPI chooses), "
+                     "got %d in dimension %d", t->dims[d], d);
+            return 1;
+        }
+    }
+    if (MPI_Dims_create(size, ndims, t->dims) != MPI_SUCCESS) {
+        snprintf(errmsg, errlen, "%d ranks do not fit the process grid asked for", size);
+        return 1;
+    }
+    for (int d = 0; d < ndims; d++)
+        product *= t->dims[d];
+    if (product != size) {
+        snprintf(errmsg, errlen, "a process grid of %d ranks does not match the %d ranks of "
+                 "the communicator", product, size);
+        return 1;
+    }
+    for (int d = 0; d < ndims; d++) {
+        if (t->global[d] < t->dims[d] || t->global[d] > 2147483645L) {
+            snprintf(errmsg, errlen, "dimension %d has %ld points for %d ranks: every rank "
+                     "needs at least one point (and at most 2^31 - 3)", d, t->global[d],
+                     t->dims[d]);
+            return 1;
+        }
+        t->cut += t->dims[d] > 1;
+    }
+    MPI_Cart_create(comm, ndims, t->dims, t->periods, 0, &t->cart);
+    MPI_Comm_rank(t->cart, &t->rank);
+    MPI_Comm_size(t->cart, &t->size);
+    MPI_Cart_coords(t->cart, t->rank, ndims, t->coords);
+    for (int d = 0; d < ndims; d++) {
+        hpclab_block_range(t->global[d], t->dims[d], t->coords[d], &t->offset[d],
+                           &t->local[d]);
+        MPI_Cart_shift(t->cart, d, 1, &t->lo[d], &t->hi[d]);
+    }
+    for (int d = 0; d < ndims; d++) {
+        face_type(t, d, 1, &t->send_lo[d]);
+        face_type(t, d, t->local[d], &t->send_hi[d]);
+        face_type(t, d, 0, &t->recv_lo[d]);
+        face_type(t, d, t->local[d] + 1, &t->recv_hi[d]);
+    }
+    return 0;
+}
+
+void hpclab_topo_free(hpclab_topo *t)
+{
+    for (int d = 0; d < HPCLAB_TOPO_MAXDIMS; d++) {
+        MPI_Datatype *types[4] = {&t->send_lo[d], &t->send_hi[d], &t->recv_lo[d],
+                                  &t->recv_hi[d]};
+        for (int k = 0; k < 4; k++)
+            if (*types[k] != MPI_DATATYPE_NULL)
+                MPI_Type_free(types[k]);
+    }
+    if (t->cart != MPI_COMM_NULL)
+        MPI_Comm_free(&t->cart);
+}
+
+size_t hpclab_topo_points(const hpclab_topo *t)
+{
+    size_t points = 1;
+
+    for (int d = 0; d < t->ndims; d++)
+        points *= (size_t)(t->local[d] + 2);
+    return points;
+}
+
+/* Tags: 2d for what travels down dimension d (to lo), 2d + 1 for what travels up. */
+void hpclab_halo_start(const hpclab_topo *t, double *field, MPI_Request *req)
+{
+    int n = 0;
+
+    for (int d = 0; d < t->ndims; d++) {
+        MPI_Irecv(field, 1, t->recv_lo[d], t->lo[d], 2 * d + 1, t->cart, &req[n++]);
+        MPI_Irecv(field, 1, t->recv_hi[d], t->hi[d], 2 * d, t->cart, &req[n++]);
+    }
+    for (int d = 0; d < t->ndims; d++) {
+        MPI_Isend(field, 1, t->send_lo[d], t->lo[d], 2 * d, t->cart, &req[n++]);
+        MPI_Isend(field, 1, t->send_hi[d], t->hi[d], 2 * d + 1, t->cart, &req[n++]);
+    }
+    while (n < HPCLAB_HALO_REQUESTS)
+        req[n++] = MPI_REQUEST_NULL;
+}
+
+void hpclab_halo_finish(MPI_Request *req)
+{
+    MPI_Waitall(HPCLAB_HALO_REQUESTS, req, MPI_STATUSES_IGNORE);
+}
+
+void hpclab_halo_exchange(const hpclab_topo *t, double *field)
+{
+    MPI_Request req[HPCLAB_HALO_REQUESTS];
+
+    hpclab_halo_start(t, field, req);
+    hpclab_halo_finish(req);
+}

@@ -1,0 +1,78 @@
+/*
+ * NAME
+ *   hpclab_topo.h - Cartesian decomposition of a 1D/2D/3D grid over the ranks of a
+ *   communicator, and the exchange of one halo layer of faces.
+ *
+ * PURPOSE
+ *   The ring, Amdahl, Jacobi and Poisson kernels split a global grid of points into
+ *   blocks, one per rank, on a Cartesian process grid (MPI_Dims_create's or a given
+ *   one, periodic or not). Each rank stores its block with one halo layer around it:
+ *   an array of (local[0] + 2) x ... x (local[ndims-1] + 2) doubles in C order, whose
+ *   interior starts at index 1 in every dimension.
+ *
+ * USAGE
+ *   hpclab_topo t;
+ *   long global[3] = {64, 64, 64};
+ *   if (hpclab_topo_create(comm, 3, global, NULL, NULL, &t, errmsg, sizeof errmsg))
+ *       ...;                                      (same answer on every rank)
+ *   double *u = calloc(hpclab_topo_points(&t), sizeof *u);
+ *   hpclab_halo_exchange(&t, u);                  (or _start, compute, _finish)
+ *   hpclab_topo_free(&t);
+ *
+ * NOTES
+ *   Blocks: the first (n mod P) ranks of a dimension get one point more than the
+ *   others, so extents that do not divide work. Faces only (no edges or corners):
+ *   what 5- and 7-point stencils need. Faces are described by MPI subarray
+ *   datatypes, committed once per decomposition: no pack loop and no extra
+ *   buffers, and the strided faces of the leading dimensions cost MPI the same
+ *   as a hand-written pack would. At a closed (non-periodic) boundary the neighbour
+ *   is MPI_PROC_NULL and that halo layer is left untouched (it holds the boundary
+ *   condition). Not done: more than one halo layer, other element types.
+ */
+#ifndef HPCLAB_TOPO_H
+#define HPCLAB_TOPO_H
+
+#include <stddef.h>
+#include <mpi.h>
+
+#define HPCLAB_TOPO_MAXDIMS 3
+#define HPCLAB_HALO_REQUESTS (4 * HPCLAB_TOPO_MAXDIMS)
+
+typedef struct {
+    MPI_Comm cart;                           /* the Cartesian communicator (owned) */
+    int ndims;
+    int rank, size;                          /* in cart */
+    int dims[HPCLAB_TOPO_MAXDIMS];           /* ranks per dimension */
+    int periods[HPCLAB_TOPO_MAXDIMS];
+    int coords[HPCLAB_TOPO_MAXDIMS];
+    long global[HPCLAB_TOPO_MAXDIMS];        /* global interior points per dimension */
+    long local[HPCLAB_TOPO_MAXDIMS];         /* this rank's interior points */
+    long offset[HPCLAB_TOPO_MAXDIMS];        /* global index of its first interior point */
+    int lo[HPCLAB_TOPO_MAXDIMS];             /* neighbour below (MPI_PROC_NULL: none) */
+    int hi[HPCLAB_TOPO_MAXDIMS];             /* neighbour above */
+    int cut;                                 /* dimensions split over more than one rank */
+    MPI_Datatype send_lo[HPCLAB_TOPO_MAXDIMS], send_hi[HPCLAB_TOPO_MAXDIMS];
+    MPI_Datatype recv_lo[HPCLAB_TOPO_MAXDIMS], recv_hi[HPCLAB_TOPO_MAXDIMS];
+} hpclab_topo;
+
+/* The block [offset, offset + count) of n points that part `index` of `parts` owns. */
+void hpclab_block_range(long n, int parts, int index, long *offset, long *count);
+
+/* Decompose `global` (ndims extents) over the ranks of comm. dims: ranks per dimension
+ * (NULL or zeros: MPI_Dims_create chooses), periods: NULL for none. Returns 0, or 1 with
+ * errmsg set, the same on every rank (a wrong shape is refused before any MPI call that
+ * could hang). Collective on comm. */
+int hpclab_topo_create(MPI_Comm comm, int ndims, const long *global, const int *dims,
+                       const int *periods, hpclab_topo *t, char *errmsg, size_t errlen);
+void hpclab_topo_free(hpclab_topo *t);
+
+/* Doubles in this rank's array, halo included. */
+size_t hpclab_topo_points(const hpclab_topo *t);
+
+/* Exchange the halo layer of `field`: start (posts every receive, then every send),
+ * finish (waits), or both. req holds HPCLAB_HALO_REQUESTS requests. */
+void hpclab_halo_start(const hpclab_topo *t, double *field, MPI_Request *req);
+void hpclab_halo_finish(MPI_Request *req);
+void hpclab_halo_exchange(const hpclab_topo *t, double *field);
+
+#endif

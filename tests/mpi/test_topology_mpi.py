@@ -1,0 +1,111 @@
+"""The topology layer (C and mpi4py); runs unchanged under mpiexec -n 1, 2, 3 and 4.
+
+Every rank fills the interior of its block with a function of the global index, exchanges
+halos, and checks each halo point against the value of the global point it mirrors
+(periodic wrap, or untouched at a closed boundary); the gathered interiors equal the
+global array.
+"""
+import itertools
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+from hpclab.kernels.topology import IMPLEMENTATIONS, Topology, block_range
+
+COMM = MPI.COMM_WORLD
+SIZE = COMM.Get_size()
+SENTINEL = -1.0
+
+CASES = [((11,), None, (True,)), ((11,), None, (False,)), ((7, 5), None, (False, True)),
+         ((5, 6), (1, 0), (True, True)), ((5, 4, 7), None, (False, False, False)),
+         ((6, 5, 4), None, (True, True, True)), ((9, 3, 2), (0, 1, 1), (True, False, True))]
+
+
+def value(index, shape):
+    """A distinct value for every global point."""
+    return float(np.ravel_multi_index(index, shape)) + 1.0
+
+
+def global_array(shape):
+    return np.arange(1, int(np.prod(shape)) + 1, dtype=float).reshape(shape)
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize("shape,dims,periods", CASES)
+def test_halo_exchange_matches_the_global_grid(impl, shape, dims, periods):
+    with Topology(COMM, shape, dims=dims, periods=periods, impl=impl) as topo:
+        assert int(np.prod(topo.dims)) == SIZE
+        g = global_array(shape)
+        f = topo.field(SENTINEL)
+        block = tuple(slice(o, o + n) for o, n in zip(topo.offset, topo.local))
+        f[topo.interior] = g[block]
+        topo.exchange(f)
+        for d in range(len(shape)):
+            for side, halo, step in (("lo", 0, -1), ("hi", topo.local[d] + 1, +1)):
+                idx = list(topo.interior)
+                idx[d] = halo
+                got = f[tuple(idx)]
+                gidx = [np.arange(o, o + n) for o, n in zip(topo.offset, topo.local)]
+                edge = topo.offset[d] + (-1 if step < 0 else topo.local[d])
+                if periods[d]:
+                    gidx[d] = np.array([edge % shape[d]])
+                elif not 0 <= edge < shape[d]:
+                    assert (got == SENTINEL).all(), f"{side} halo of a closed boundary changed"
+                    continue
+                else:
+                    gidx[d] = np.array([edge])
+                want = g[np.ix_(*gidx)].reshape(got.shape)
+                np.testing.assert_array_equal(got, want, err_msg=f"{impl} dim {d} {side}")
+        # corners are not exchanged: a 7-point stencil does not read them
+        if len(shape) > 1:
+            assert f[(0,) * len(shape)] == SENTINEL
+        gathered = topo.gather(f)
+        if COMM.Get_rank() == 0:
+            np.testing.assert_array_equal(gathered, g)
+
+
+@pytest.mark.parametrize("shape,dims,periods", CASES)
+def test_c_and_python_decompose_alike(shape, dims, periods):
+    with Topology(COMM, shape, dims, periods, impl="c") as c, \
+            Topology(COMM, shape, dims, periods, impl="python") as p:
+        assert c.describe() == p.describe()
+        assert c.cut == sum(d > 1 for d in c.dims)
+    blocks = COMM.allgather((p.offset, p.local))
+    covered = np.zeros(shape, int)
+    for offset, local in blocks:
+        covered[tuple(slice(o, o + n) for o, n in zip(offset, local))] += 1
+    assert (covered == 1).all(), "every point belongs to exactly one rank"
+
+
+def test_uneven_blocks_differ_by_at_most_one():
+    from hpclab.kernels.common._common import block_range as c_block_range
+
+    for n, parts in itertools.product(range(1, 12), range(1, 6)):
+        if n < parts:
+            continue
+        blocks = [block_range(n, parts, i) for i in range(parts)]
+        assert [c_block_range(n, parts, i) for i in range(parts)] == blocks
+        counts = [c for _, c in blocks]
+        assert sum(counts) == n and max(counts) - min(counts) <= 1
+        assert [o for o, _ in blocks] == list(np.cumsum([0] + counts[:-1]))
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize("kwargs,match", [
+    ({"global_shape": (SIZE - 1 or 0,)}, "positive integers|at least one point"),
+    ({"global_shape": (4, 4, 4, 4)}, "1 to 3 dimensions"),
+    ({"global_shape": (8, 8), "dims": (SIZE + 1, 1)}, "does not fit|does not match"),
+    ({"global_shape": (8,), "dims": (-1,)}, ">= 0"),
+    ({"global_shape": (8, 8), "periods": (True,)}, "need 2 entries"),
+])
+def test_bad_shapes_are_refused_on_every_rank(impl, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Topology(COMM, impl=impl, **kwargs)
+
+
+def test_a_field_of_the_wrong_shape_is_refused():
+    for impl in IMPLEMENTATIONS:
+        with Topology(COMM, (8, 8), impl=impl) as topo:
+            with pytest.raises(ValueError, match="local \\+ 2 per dimension"):
+                topo.exchange(np.zeros((3, 3)))

@@ -1,0 +1,110 @@
+"""One declaration per kernel, read by everything else: build, experiments, CLI, profiles, tests."""
+import importlib
+import inspect
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from hpclab import experiments, profiles
+from hpclab.kernels import registry
+
+ROOT = Path(__file__).resolve().parents[1]
+SLUGS = registry.slugs()
+
+
+def test_the_three_chapters_are_declared_in_book_order():
+    assert registry.chapter_order()[:3] == ("pingpong", "ring", "stream")
+    assert set(SLUGS) == {p.parent.name for p in (ROOT / "src/hpclab/kernels").glob("*/declaration.py")}
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_the_generated_api_follows_the_declaration(slug):
+    kernel = registry.get(slug)
+    module = importlib.import_module(f"hpclab.kernels.{slug}")
+    assert tuple(module.RUNNERS) == kernel.implementations
+    for impl, run in module.RUNNERS.items():
+        assert run.__name__ == f"run_{impl}" and getattr(module, f"run_{impl}") is run
+        names = list(inspect.signature(run).parameters)
+        params = [p.name for p in kernel.params]
+        assert names == (["comm"] + params if kernel.comm == "first" else params + ["comm"])
+        doc = run.__doc__
+        assert "Parameters\n----------" in doc and "Returns\n-------" in doc
+        for p in kernel.params:
+            assert f"\n{p.name} : " in doc, f"{slug}.run_{impl} does not document {p.name}"
+        for m in kernel.metrics:
+            assert m.name in doc
+    assert callable(module.check_cases) and callable(module.inject_fault)
+    assert importlib.import_module(f"hpclab.experiments.{slug}").KERNEL is kernel
+
+
+def test_declared_limits_match_the_compiled_ones():
+    from hpclab.kernels import stream
+
+    assert registry.get("stream").param("ntimes").high == stream._stream.MAX_NTIMES
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_every_profile_of_every_kernel_is_complete(slug):
+    assert registry.get(slug).check_profiles() == []
+    for p in profiles.PROFILES:
+        assert profiles.timeout(slug, p) > 0
+
+
+def test_profile_problems_are_reported():
+    bad = registry.Kernel(slug="x", title="X", summary="x", implementations=("c",), params=(),
+                          metrics=(), profiles={"quick": {"timeout": 10}, "standard": {},
+                                                "full": {"timeout": 5, "n": 1}})
+    problems = " | ".join(bad.check_profiles())
+    assert "standard has no positive timeout" in problems
+    assert "quick profile allows more time than full" in problems and "has the keys" in problems
+
+
+def test_parameter_checks_say_what_is_allowed():
+    p = registry.Param("nbytes", "int", "bytes", low=4, high=64, multiple_of=4, note="int32")
+    assert p.check(8) == 8
+    with pytest.raises(ValueError, match=r"multiple of 4 between 4 and 64 \(int32\), got 6"):
+        p.check(6)
+    with pytest.raises(TypeError, match="must be an integer, got 4.0"):
+        p.check(4.0)
+    with pytest.raises(TypeError, match="must be an integer, got True"):
+        p.check(True)
+    c = registry.Param("variant", "choice", "how", choices=("a", "b"))
+    with pytest.raises(ValueError, match="unknown ring variant 'z': choose one of a, b"):
+        c.check("z", "ring")
+
+
+def test_unknown_names_list_the_known_ones():
+    with pytest.raises(ValueError, match="choose one of pingpong, ring, stream"):
+        registry.get("nope")
+    with pytest.raises(ValueError, match="unknown kernel or experiment"):
+        experiments.get("nope")
+
+
+def test_setup_py_builds_what_the_declarations_say():
+    code = ("import sys, runpy; sys.argv = ['setup.py', '--version']; "
+            "ns = runpy.run_path('setup.py'); "
+            "print(sorted(ns['OPENMP_EXTENSIONS'])); print(ns['KERNEL_FLAGS'])")
+    import subprocess
+
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    want = sorted(f"hpclab.kernels.{s}._{s}" for s in SLUGS if registry.get(s).openmp)
+    assert str(want) in r.stdout
+    assert str({s: list(registry.get(s).cflags) for s in SLUGS if registry.get(s).cflags}) \
+        in r.stdout
+
+
+SHARED_FILES = ["setup.py", "Makefile", "src/hpclab/cli.py", "src/hpclab/experiments/__init__.py",
+                "src/hpclab/profiles.py", "src/hpclab/check.py", "src/hpclab/kernels/api.py",
+                "src/hpclab/kernels/registry.py", "tests/test_kernels.py",
+                "tests/test_notebooks.py", "tests/test_book.py", "tests/test_packaging.py"]
+
+
+@pytest.mark.parametrize("path", SHARED_FILES)
+def test_no_shared_file_names_a_chapter(path):
+    text = (ROOT / path).read_text().lower()
+    for slug in SLUGS:
+        assert not re.search(rf"\b{slug}\b", text), f"{path} names the chapter {slug!r}"
