@@ -8,6 +8,10 @@ Grading runs each submission in its own process group with its own engine
 profile folder and a wall-clock limit, so a submission that hangs, crashes or
 leaves MPI engines behind costs only its own grade. Afterwards it writes
 feedback (hidden tests removed) and ``autograder/grades.csv``.
+
+Submissions run with the quick profile; one submission may take
+``BUDGET_PER_PROFILE_TIMEOUT`` times its lab's quick-profile timeout (``--timeout``
+overrides it).
 """
 from __future__ import annotations
 
@@ -18,12 +22,16 @@ import signal
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 BIN = Path(sys.executable).parent
-SUBMISSION_TIMEOUT = 1800  # seconds for one student's whole assignment
+GRADING_PROFILE = "quick"
+# a lab makes a handful of measured MPI calls, each bounded by the profile's timeout
+BUDGET_PER_PROFILE_TIMEOUT = 10
+NBGRADER_TIMEOUT = 300  # seconds for an nbgrader step that runs no student code
 
 
 def assignments():
@@ -31,12 +39,38 @@ def assignments():
                   if p.is_dir() and list(p.glob("*.ipynb")))
 
 
-WORKDIR_ARGS = []  # nbgrader options that move submissions, results and gradebook (--workdir)
+def submission_budget(name):
+    """Seconds one submission of lab ``name`` may take under the grading profile."""
+    from hpclab import profiles
+
+    return BUDGET_PER_PROFILE_TIMEOUT * profiles.timeout(name, GRADING_PROFILE)
 
 
-def nbgrader(*args, timeout=600, env=None, check=True):
+@dataclass
+class Course:
+    """Where nbgrader keeps submissions, results and the gradebook for one grading run
+    (default: autograder/; a --workdir moves all of them)."""
+
+    workdir: Path = HERE
+    args: list = field(default_factory=list)
+
+    @classmethod
+    def at(cls, workdir):
+        workdir = Path(workdir).resolve()
+        workdir.mkdir(parents=True, exist_ok=True)
+        return cls(workdir, [
+            f"--CourseDirectory.submitted_directory={workdir / 'submitted'}",
+            f"--CourseDirectory.autograded_directory={workdir / 'autograded'}",
+            f"--CourseDirectory.feedback_directory={workdir / 'feedback'}",
+            f"--CourseDirectory.db_url=sqlite:///{workdir / 'gradebook.db'}"])
+
+    def nbgrader(self, *args, timeout=NBGRADER_TIMEOUT, env=None, check=True):
+        return nbgrader(*args, *self.args, timeout=timeout, env=env, check=check)
+
+
+def nbgrader(*args, timeout=NBGRADER_TIMEOUT, env=None, check=True):
     """Run one nbgrader command from the autograder folder in its own process group."""
-    cmd = [str(BIN / "nbgrader"), *args, *WORKDIR_ARGS]
+    cmd = [str(BIN / "nbgrader"), *args]
     proc = subprocess.Popen(cmd, cwd=HERE, env={**os.environ, **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
@@ -69,18 +103,14 @@ def _stop_clusters(ipp_dir):
                        capture_output=True, timeout=60)
 
 
-def use_workdir(workdir):
-    """Keep submitted/, autograded/, feedback/, the gradebook and grades.csv in workdir."""
-    workdir = Path(workdir).resolve()
-    workdir.mkdir(parents=True, exist_ok=True)
-    WORKDIR_ARGS[:] = [f"--CourseDirectory.submitted_directory={workdir / 'submitted'}",
-                       f"--CourseDirectory.autograded_directory={workdir / 'autograded'}",
-                       f"--CourseDirectory.feedback_directory={workdir / 'feedback'}",
-                       f"--CourseDirectory.db_url=sqlite:///{workdir / 'gradebook.db'}"]
-    return workdir
+def grade(names, timeout=None, course=None):
+    """Autograde every submission of the labs ``names``; feedback and grades.csv.
 
-
-def grade(names, timeout=SUBMISSION_TIMEOUT, workdir=HERE):
+    Returns 1 when any submission could not be graded or its feedback not written
+    (each is listed with nbgrader's output), 0 otherwise.
+    """
+    course = course or Course()
+    workdir = course.workdir
     submitted = Path(workdir) / "submitted"
     if not submitted.is_dir():
         raise SystemExit(f"no submissions: copy each student's notebooks to "
@@ -92,27 +122,34 @@ def grade(names, timeout=SUBMISSION_TIMEOUT, workdir=HERE):
             continue
         with tempfile.TemporaryDirectory() as tmp:
             # record the assignment in the gradebook without touching labs/
-            nbgrader("generate_assignment", name, "--force",
-                     f"--CourseDirectory.release_directory={tmp}")
+            course.nbgrader("generate_assignment", name, "--force",
+                            f"--CourseDirectory.release_directory={tmp}")
+        budget = timeout or submission_budget(name)
         for student in students:
             ipp_dir = tempfile.mkdtemp(prefix="hpclab-grade-ipp-")
-            env = {"HPCLAB_PROFILE": "quick", "HPCLAB_IPP_DIR": ipp_dir}
+            env = {"HPCLAB_PROFILE": GRADING_PROFILE, "HPCLAB_IPP_DIR": ipp_dir}
             try:
-                r = nbgrader("autograde", name, "--student", student, "--force", env=env,
-                             timeout=timeout, check=False)
+                r = course.nbgrader("autograde", name, "--student", student, "--force", env=env,
+                                    timeout=budget, check=False)
             finally:
                 _stop_clusters(ipp_dir)
                 shutil.rmtree(ipp_dir, ignore_errors=True)
             if r.returncode != 0:
-                failures.append((student, name, r.stdout[-2000:]))
+                failures.append((student, name, "could not be graded", r.stdout[-2000:]))
                 print(f"{student}/{name}: autograde failed (see below); other submissions go on")
                 continue
-            nbgrader("generate_feedback", name, "--student", student, "--force", check=False)
+            fb = course.nbgrader("generate_feedback", name, "--student", student, "--force",
+                                 check=False)
+            if fb.returncode != 0:
+                failures.append((student, name, "was graded, but its feedback could not be "
+                                 "written", fb.stdout[-2000:]))
+                print(f"{student}/{name}: graded; feedback failed (see below)")
+                continue
             print(f"{student}/{name}: graded")
-    nbgrader("export", f"--to={Path(workdir) / 'grades.csv'}")
+    course.nbgrader("export", f"--to={Path(workdir) / 'grades.csv'}")
     print(f"grades: {Path(workdir) / 'grades.csv'}\nfeedback: {Path(workdir) / 'feedback'}/")
-    for student, name, log in failures:
-        print(f"\n--- {student}/{name} could not be graded:\n{log}")
+    for student, name, what, log in failures:
+        print(f"\n--- {student}/{name} {what}:\n{log}")
     return 1 if failures else 0
 
 
@@ -123,8 +160,10 @@ def main(argv=None):
     p.add_argument("--workdir", default=None,
                    help="folder of submitted/, autograded/, feedback/, gradebook.db and grades.csv "
                         "(default: autograder/)")
-    p.add_argument("--timeout", type=float, default=SUBMISSION_TIMEOUT,
-                   help="seconds allowed for one submission (default %(default)s)")
+    p.add_argument("--timeout", type=float, default=None,
+                   help=f"seconds allowed for one submission (default: "
+                        f"{BUDGET_PER_PROFILE_TIMEOUT} x the lab's {GRADING_PROFILE}-profile "
+                        "timeout)")
     args = p.parse_args(argv)
     names = args.assignment or assignments()
     unknown = set(names) - set(assignments())
@@ -133,8 +172,8 @@ def main(argv=None):
     if args.command == "release":
         release(names)
         return 0
-    workdir = use_workdir(args.workdir) if args.workdir else HERE
-    return grade(names, args.timeout, workdir)
+    course = Course.at(args.workdir) if args.workdir else Course()
+    return grade(names, args.timeout, course)
 
 
 if __name__ == "__main__":

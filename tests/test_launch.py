@@ -140,6 +140,21 @@ def test_interrupting_a_stuck_call_kills_the_engines_and_recovers():
         assert [(r, s) for r, s, _ in eng.run(_ranks)] == [(0, 2), (1, 2)]
 
 
+def _students_own_error(x):
+    y = x + 1
+    raise ZeroDivisionError(f"the student divided by {y - 2}")  # the line a student must see
+
+
+def test_a_remote_error_shows_the_line_of_code_that_raised(engines):
+    with pytest.raises(ZeroDivisionError) as info:
+        engines.run(_students_own_error, 1, what="the exercise")
+    text = str(info.value)
+    assert "the exercise failed on rank 0: ZeroDivisionError: the student divided by 0" in text
+    assert "in _students_own_error" in text and "test_launch.py" in text
+    assert 'raise ZeroDivisionError(f"the student divided by {y - 2}")' in text
+    assert "ipyparallel" not in text
+
+
 def test_remote_errors_keep_their_type_and_rank(engines):
     with pytest.raises(ValueError, match="unhappy test failed on rank 1: ValueError: rank one"):
         engines.run(_fail_on_rank_one, what="unhappy test")

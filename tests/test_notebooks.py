@@ -198,3 +198,28 @@ def test_feedback_shows_no_hidden_tests(graded, lab):
         assert "HIDDEN TESTS" not in html
         leaked = {w for w in secret if w in html}
         assert not leaked, f"{student}'s feedback shows hidden-test code: {leaked}"
+
+
+def test_a_feedback_failure_is_reported_not_ignored(tmp_path, capsys):
+    """grade.py keeps no module-level state and reports every failed step."""
+    import subprocess as sp
+
+    sys.path.insert(0, str(AUTOGRADER))
+    import grade
+
+    lab = LABS[0]
+    (tmp_path / "submitted" / "dora" / lab).mkdir(parents=True)
+    calls = []
+
+    class FakeCourse(grade.Course):
+        def nbgrader(self, *args, timeout=None, env=None, check=True):
+            calls.append((args[0], timeout))
+            return sp.CompletedProcess(args, 1 if args[0] == "generate_feedback" else 0,
+                                       "feedback broke here")
+
+    assert grade.grade([lab], course=FakeCourse(tmp_path)) == 1
+    out = capsys.readouterr().out
+    assert f"dora/{lab} was graded, but its feedback could not be written" in out
+    assert "feedback broke here" in out
+    budget = dict(calls)["autograde"]
+    assert budget == grade.submission_budget(lab) < 1800

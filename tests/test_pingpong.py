@@ -6,7 +6,7 @@ import sys
 import pandas as pd
 import pytest
 
-from hpclab import launch, records
+from hpclab import launch, models, records
 from hpclab.experiments import pingpong
 
 
@@ -62,7 +62,8 @@ def test_cli_rejects_unknown_implementations(tmp_path):
 
 
 def test_analysis_of_a_run(engines):
-    df = pingpong.run(profile="quick", impls=("c", "pickle"), engines=engines, progress=False)
+    df, _ = pingpong.run(profile="quick", impls=("c", "pickle"), engines=engines,
+                         progress=False)
     s = pingpong.summary(df)
     assert {"median", "best", "worst", "bandwidth_MBps"} <= set(s.columns)
     fits = pingpong.fit(df, "c")
@@ -71,6 +72,10 @@ def test_analysis_of_a_run(engines):
     assert overhead["c"] == 0
     with pytest.raises(ValueError, match="no records of implementation"):
         pingpong.fit(df, "cython")
+    few = df[(df["impl"] == "c") & (df["nbytes"] <= 8)]
+    with pytest.warns(models.FitWarning, match="no two-segment fit for c"):
+        sparse = pingpong.fit(few, "c")
+    assert sparse["two_segment"] is None and "distinct sizes" in sparse["two_segment_error"]
 
 
 def test_pingpong_page_has_its_figures_numbers_and_references(book):

@@ -93,6 +93,11 @@ def test_fits_and_summary(engine_run):
     assert len(fits) == len(exp.VARIANTS) * len(exp.IMPLS)
     assert (fits["lambda"] > 0).all()
     assert (fits["lambda_low"] <= fits["lambda"]).all() and (fits["lambda"] <= fits["lambda_high"]).all()
+    one_p = exp.timings(engine_run)
+    one_p = one_p[one_p["nprocs"] == 1]
+    lone = exp.fits(one_p)
+    assert len(lone) == len(fits) and lone["lambda"].isna().all()
+    assert lone["note"].str.contains("need at least 2 points").all()
     s = exp.summary(engine_run)
     np.testing.assert_allclose(s["step_median"] * s["nprocs"], s["median"])
     hockney = exp.step_fit(engine_run, "c", "irecv")

@@ -100,14 +100,17 @@ def ring_check(engines, ring_func, nprocs, repeats=20, timeout=60):
     return {"ok": ok, "ranks": per_rank, "time": max(r["time"] for r in per_rank)}
 
 
-def stream_triad_check(triad, n, threads=1, scalar=3.0, seed=1):
-    """Call ``triad(a, b, c, scalar, threads)`` on arrays of n doubles and check it.
+def stream_triad_check(triad, n, threads=1, scalar=None, seed=1):
+    """Call ``triad(a, b, c, scalar, threads)`` on arrays of n doubles and check it
+    (``scalar``: STREAM's, :data:`hpclab.kernels.stream.SCALAR`, by default).
 
     Returns a dict: ``correct`` (a equals b + scalar * c to rounding),
     ``inputs_untouched`` (b and c unchanged), ``seconds`` (one call).
     """
     import time
 
+    if scalar is None:
+        from hpclab.kernels.stream import SCALAR as scalar
     rng = np.random.default_rng(seed)
     b, c = rng.standard_normal(n), rng.standard_normal(n)
     b0, c0 = b.copy(), c.copy()

@@ -247,11 +247,35 @@ def _remote_exception(exc, what):
     message = f"{what} failed on rank {rank}: {ename}: {evalue}"
     if ename == "KernelError":
         return KernelError(message)
+    where = remote_frames(tb)
+    if where:
+        message += "\n" + where
     kind = _REMOTE_TYPES.get(ename)
-    if kind is not None:
-        return kind(message)
-    tb = re.sub(r"\x1b\[[0-9;]*m", "", tb or "")
-    return RuntimeError(message + ("\n" + tb if tb else ""))
+    return kind(message) if kind is not None else RuntimeError(message)
+
+
+_FRAME = re.compile(r"^File (?P<file>.+?):(?P<line>\d+)(?:, in (?P<func>[^(\n]+))?", re.MULTILINE)
+_INTERNAL = ("ipyparallel", "<string>", "site-packages", "hpclab/launch.py")
+
+
+def remote_frames(tb):
+    """The frames of a remote traceback that are the caller's own code, as Python prints
+    them, with each line's source (looked up here: a notebook's cells are known to the
+    kernel that defined the function, not to the engines that ran it)."""
+    import linecache
+
+    text = re.sub(r"\x1b\[[0-9;]*m", "", tb or "")
+    lines = []
+    for m in _FRAME.finditer(text):
+        path, lineno, func = m["file"].strip(), int(m["line"]), (m["func"] or "").strip()
+        if any(mark in path for mark in _INTERNAL):
+            continue
+        lines.append(f'  File "{path}", line {lineno}' + (f", in {func}" if func else ""))
+        source = linecache.getline(path, lineno).strip()
+        if source:
+            lines.append(f"    {source}")
+    return "Traceback (the code that raised, on the engine):\n" + "\n".join(lines) if lines \
+        else ""
 
 
 class Engines:

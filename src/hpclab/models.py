@@ -49,6 +49,10 @@ class FitError(ValueError):
     """The data cannot be fitted: too few points, bad values, or no convergence."""
 
 
+class FitWarning(UserWarning):
+    """A fit that was asked for could not be made; the result says why."""
+
+
 @dataclass(frozen=True)
 class Model:
     """A one-variable performance model."""

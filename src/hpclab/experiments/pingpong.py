@@ -9,6 +9,7 @@ iterations, hugepages``.
 from __future__ import annotations
 
 import sys
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -103,19 +104,23 @@ def fit(df, impl="c"):
     """Hockney and two-segment Hockney fitted to one implementation's median times.
 
     Returns a dict with ``hockney`` (a :class:`hpclab.models.Fit`) and
-    ``two_segment`` (a :class:`hpclab.models.TwoSegmentFit`, or None when there
-    are too few sizes); both weigh relative errors.
+    ``two_segment`` (a :class:`hpclab.models.TwoSegmentFit`); both weigh relative
+    errors. When the two-segment fit cannot be made (too few sizes), ``two_segment``
+    is None, ``two_segment_error`` says why and a :class:`hpclab.models.FitWarning`
+    is issued.
     """
     s = summary(df)
     s = s[s["impl"] == impl]
     if s.empty:
         raise ValueError(f"no records of implementation {impl!r}")
     x, y = s["nbytes"].to_numpy(float), s["median"].to_numpy(float)
-    out = {"hockney": models.fit(models.HOCKNEY, x, y, sigma="relative"), "two_segment": None}
+    out = {"hockney": models.fit(models.HOCKNEY, x, y, sigma="relative"), "two_segment": None,
+           "two_segment_error": None}
     try:
         out["two_segment"] = models.fit_two_segment(x, y)
-    except models.FitError:
-        pass
+    except models.FitError as exc:
+        out["two_segment_error"] = str(exc)
+        warnings.warn(f"no two-segment fit for {impl}: {exc}", models.FitWarning, stacklevel=2)
     return out
 
 

@@ -193,17 +193,23 @@ def fit(df, impl="c", variant="irecv", nbytes=4):
 
 
 def fits(df, nbytes=4):
-    """A table of lambda with its 95% interval for every implementation and variant."""
+    """A table of lambda with its 95% interval for every implementation and variant.
+
+    Where a fit cannot be made (a single P, on a one-core machine) the row is kept with
+    NaN estimates and ``note`` saying why, rather than left out."""
     out = []
     s = summary(df)
-    for (impl, variant), _ in s[s["nbytes"] == nbytes].groupby(["impl", "variant"]):
+    for (impl, variant), g in s[s["nbytes"] == nbytes].groupby(["impl", "variant"]):
         try:
             f = fit(df, impl, variant, nbytes)
-        except models.FitError:  # a single P (a one-core machine): no interval
+        except models.FitError as exc:
+            out.append({"impl": impl, "variant": variant, "lambda": np.nan,
+                        "lambda_low": np.nan, "lambda_high": np.nan, "points": len(g),
+                        "dof": 0, "note": str(exc)})
             continue
         lo, hi = f.ci95["lambda"]
         out.append({"impl": impl, "variant": variant, "lambda": f["lambda"], "lambda_low": lo,
-                    "lambda_high": hi, "points": len(f.x)})
+                    "lambda_high": hi, "points": f.npoints, "dof": f.dof, "note": ""})
     return pd.DataFrame(out)
 
 

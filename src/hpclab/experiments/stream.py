@@ -105,8 +105,10 @@ def _clean_env(env):
 
 
 def run_threads(impl, threads, bind, n, ntimes, hugepages=False, cpunodebind=None,
-                membind=None, timeout=600):
-    """One threaded STREAM run in a fresh process; its result as a dict."""
+                membind=None, timeout=None):
+    """One threaded STREAM run in a fresh process; its result as a dict (the timeout
+    defaults to the profile's)."""
+    timeout = timeout or profiles.timeout(NAME)
     env = _clean_env(os.environ)
     env.update(OMP_NUM_THREADS=str(threads), OMP_PLACES="cores", OMP_PROC_BIND=bind)
     cmd = [sys.executable, "-m", "hpclab.kernels.stream", "--impl", impl, "--threads",
@@ -141,7 +143,7 @@ def _idle_wait(comm):
 
 
 def measure(mode, impl, threads, bind, n, ntimes, hugepages=False, cpunodebind=None,
-            membind=None, comm=None, timeout=600):
+            membind=None, comm=None, timeout=None):
     """One measurement; the records on rank 0 of comm (all of them without comm)."""
     from hpclab.kernels import stream
 

@@ -35,6 +35,9 @@ BYTES_PER_ELEMENT = {"copy": 16, "scale": 16, "add": 24, "triad": 24}
 # floating-point operations per element
 FLOPS_PER_ELEMENT = {"copy": 0, "scale": 1, "add": 1, "triad": 2}
 MAX_NTIMES = _stream.MAX_NTIMES
+# the triad's scalar and the validation tolerance of stream.c (checkSTREAMresults)
+SCALAR = _stream.SCALAR
+EPSILON = _stream.EPSILON
 expected = _stream.expected
 openmp = _stream.openmp
 
@@ -91,5 +94,5 @@ def bandwidth(times, n):
 
 
 __all__ = ["run_c", "run_cython", "RUNNERS", "IMPLEMENTATIONS", "OPS", "BYTES_PER_ELEMENT",
-           "FLOPS_PER_ELEMENT", "KERNEL", "min_elements", "default_threads", "bandwidth", "expected",
+           "FLOPS_PER_ELEMENT", "KERNEL", "SCALAR", "EPSILON", "min_elements", "default_threads", "bandwidth", "expected",
            "openmp", "KernelError"]
