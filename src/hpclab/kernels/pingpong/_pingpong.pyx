@@ -20,6 +20,7 @@ cdef extern from "pingpong.h" nogil:
                         int repetitions, int hugepages, double *times,
                         char *errmsg, size_t errlen)
     unsigned char hpclab_pingpong_pattern(size_t i, int seed)
+    size_t hpclab_pingpong_first_wrong(const unsigned char *buf, size_t n, int seed)
     long hpclab_pingpong_fault_byte
 
 cdef enum:
@@ -62,15 +63,6 @@ cdef inline void _round_trips(MPI_Comm comm, int rank, unsigned char *sbuf,
         for i in range(n):
             MPI_Recv(rbuf, count, MPI_BYTE, 0, TAG, comm, MPI_STATUS_IGNORE)
             MPI_Send(sbuf, count, MPI_BYTE, 0, TAG, comm)
-
-
-cdef inline Py_ssize_t _first_wrong(const unsigned char *buf, Py_ssize_t n,
-                                    int seed) noexcept nogil:
-    cdef Py_ssize_t i
-    for i in range(n):
-        if buf[i] != hpclab_pingpong_pattern(i, seed):
-            return i
-    return n
 
 
 def run_cython(MPI.Comm comm not None, Py_ssize_t nbytes, int warmup, int iterations,
@@ -122,7 +114,7 @@ def run_cython(MPI.Comm comm not None, Py_ssize_t nbytes, int warmup, int iterat
                         and hpclab_pingpong_fault_byte < nbytes):
                     rbuf[hpclab_pingpong_fault_byte] ^= 0xFF
                 if rank < 2:
-                    bad = _first_wrong(rbuf, nbytes, seed)
+                    bad = hpclab_pingpong_first_wrong(rbuf, nbytes, seed)
                     if bad < nbytes:
                         failed = 1
                         with gil:

@@ -46,16 +46,20 @@ static void fill(unsigned char *buf, size_t n, int seed)
         buf[i] = hpclab_pingpong_pattern(i, seed);
 }
 
-/* index of the first wrong byte, or n when all are right */
+size_t hpclab_pingpong_first_wrong(const unsigned char *buf, size_t n, int seed)
+{
+    for (size_t i = 0; i < n; i++)
+        if (buf[i] != hpclab_pingpong_pattern(i, seed))
+            return i;
+    return n;
+}
+
 static size_t first_wrong(unsigned char *buf, size_t n, int seed, int rank)
 {
     /* the test hook: corrupt what rank 1 received, to prove the check works */
     if (rank == 1 && hpclab_pingpong_fault_byte >= 0 && (size_t)hpclab_pingpong_fault_byte < n)
         buf[hpclab_pingpong_fault_byte] ^= 0xffu;
-    for (size_t i = 0; i < n; i++)
-        if (buf[i] != hpclab_pingpong_pattern(i, seed))
-            return i;
-    return n;
+    return hpclab_pingpong_first_wrong(buf, n, seed);
 }
 
 static void round_trips(MPI_Comm comm, int rank, unsigned char *sbuf,

@@ -30,4 +30,8 @@ extern long hpclab_pingpong_fault_byte;
 /* The byte pattern repetition `seed` sends: every implementation uses it. */
 unsigned char hpclab_pingpong_pattern(size_t i, int seed);
 
+/* The answer check every compiled implementation uses: the index of the first byte of
+ * buf that differs from repetition `seed`'s pattern, or n when all n are right. */
+size_t hpclab_pingpong_first_wrong(const unsigned char *buf, size_t n, int seed);
+
 #endif

@@ -34,6 +34,8 @@ cdef extern from "ring.h" nogil:
                     int repetitions, int hugepages, double *times, char *errmsg, size_t errlen)
     int32_t hpclab_ring_pattern(int origin, size_t i, int dir)
     int32_t hpclab_ring_expected(int rank, int size, int dir)
+    int hpclab_ring_check_home(int rank, int size, int count, const int32_t *home_r,
+                               const int32_t *home_l, int rep, char *msg, size_t len)
     long hpclab_ring_fault_element
     int hpclab_ring_fault_rank
 
@@ -180,19 +182,11 @@ cdef int _one_ring(Ring *g, int variant, int32_t **home) noexcept nogil:
 
 
 cdef str _check_home(Ring *g, int32_t **home, int rep):
-    cdef int d, i
-    cdef int32_t want
-    names = ("from the left", "from the right")
-    for d in range(2):
-        want = hpclab_ring_expected(g.rank, g.size, d)
-        if home[d][0] != want:
-            return (f"repetition {rep}, ring of {g.size} ranks: the sum that came home "
-                    f"{names[d]} is {home[d][0]}, expected {want}")
-        for i in range(1, g.count):
-            if home[d][i] != hpclab_ring_pattern(g.rank, i, d):
-                return (f"repetition {rep}, ring of {g.size} ranks: the message that came "
-                        f"home {names[d]} is not this rank's own (element {i} is {home[d][i]}, "
-                        f"expected {hpclab_ring_pattern(g.rank, i, d)})")
+    cdef char msg[HPCLAB_ERRLEN]
+    msg[0] = 0
+    if hpclab_ring_check_home(g.rank, g.size, g.count, home[0], home[1], rep, msg,
+                              HPCLAB_ERRLEN):
+        return msg.decode(errors="replace")
     return ""
 
 

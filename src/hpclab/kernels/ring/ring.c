@@ -159,29 +159,30 @@ static int one_ring(const ring_t *g, int variant, int32_t **home_r, int32_t **ho
 }
 
 /* "" when both messages that came home are right, else what is wrong */
-static void check_home(const ring_t *g, const int32_t *home_r, const int32_t *home_l,
-                       int rep, char *msg, size_t len)
+int hpclab_ring_check_home(int rank, int size, int count, const int32_t *home_r,
+                           const int32_t *home_l, int rep, char *msg, size_t len)
 {
     const int32_t *home[2] = {home_r, home_l};
     static const char *name[2] = {"from the left", "from the right"};
 
     for (int d = 0; d < 2; d++) {
-        int32_t want = hpclab_ring_expected(g->rank, g->size, d);
+        int32_t want = hpclab_ring_expected(rank, size, d);
         if (home[d][0] != want) {
             snprintf(msg, len, "repetition %d, ring of %d ranks: the sum that came home %s is "
-                     "%d, expected %d", rep, g->size, name[d], (int)home[d][0], (int)want);
-            return;
+                     "%d, expected %d", rep, size, name[d], (int)home[d][0], (int)want);
+            return 1;
         }
-        for (int i = 1; i < g->count; i++) {
-            if (home[d][i] != hpclab_ring_pattern(g->rank, (size_t)i, d)) {
+        for (int i = 1; i < count; i++) {
+            if (home[d][i] != hpclab_ring_pattern(rank, (size_t)i, d)) {
                 snprintf(msg, len, "repetition %d, ring of %d ranks: the message that came home %s "
                          "is not this rank's own (element %d is %d, expected %d)", rep,
-                         g->size, name[d], i, (int)home[d][i],
-                         (int)hpclab_ring_pattern(g->rank, (size_t)i, d));
-                return;
+                         size, name[d], i, (int)home[d][i],
+                         (int)hpclab_ring_pattern(rank, (size_t)i, d));
+                return 1;
             }
         }
     }
+    return 0;
 }
 
 int hpclab_ring(MPI_Comm comm, int variant, size_t nbytes, int warmup, int iterations,
@@ -248,7 +249,7 @@ int hpclab_ring(MPI_Comm comm, int variant, size_t nbytes, int warmup, int itera
         MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, g.cart);
         times[r] = slowest;
 
-        check_home(&g, home_r, home_l, r, msg, sizeof msg);
+        hpclab_ring_check_home(g.rank, g.size, g.count, home_r, home_l, r, msg, sizeof msg);
         if (!msg[0] && wrong)
             snprintf(msg, sizeof msg, "repetition %d, ring of %d ranks: %ld of %d sums that came "
                      "home were wrong", r, g.size, wrong, 2 * iterations);

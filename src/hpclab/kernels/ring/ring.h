@@ -54,6 +54,12 @@ int32_t hpclab_ring_pattern(int origin, size_t i, int dir);
 /* The sum that comes home to `rank` in a ring of `size` ranks (dir as above). */
 int32_t hpclab_ring_expected(int rank, int size, int dir);
 
+/* The answer check every compiled implementation uses: 0 when both messages that came
+ * home to `rank` (count int32 elements each) hold the expected sum and the rank's own
+ * payload, else 1 with msg saying what is wrong. */
+int hpclab_ring_check_home(int rank, int size, int count, const int32_t *home_r,
+                           const int32_t *home_l, int rep, char *msg, size_t len);
+
 /* Test hook: when >= 0, rank `hpclab_ring_fault_rank` adds 1 to element
  * `hpclab_ring_fault_element` of every message it receives from the left,
  * so tests can prove that a wrong ring is caught. */
