@@ -22,9 +22,8 @@ def _mpi_calls():
 
     from hpclab import exercises
 
-    harnesses = {name for name, f in vars(exercises).items()
-                 if inspect.isfunction(f) and not name.startswith("_")
-                 and "timeout" in inspect.signature(f).parameters}
+    harnesses = {name for name, f in exercises.harnesses().items()
+                 if "timeout" in inspect.signature(f).parameters}
     return {"run", "start", "cluster"} | harnesses
 
 
