@@ -41,3 +41,43 @@ def test_no_solution_or_hidden_test_text_in_the_build(book):
             text = path.read_text(errors="replace")
             for marker in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
                 assert marker not in text, f"{marker} in {path}"
+
+
+def _code_and_prose(text):
+    """(code lines, prose lines) of a page, blank lines not counted: the lines inside code
+    cells, and those outside any fenced block (front matter and the options of directives
+    such as literalinclude are neither)."""
+    body = text.split("---", 2)[2] if text.startswith("---") else text
+    code = prose = 0
+    fence = None  # None outside a block, else "code" or "other"
+    for line in body.splitlines():
+        if line.startswith("```"):
+            if fence is None:
+                fence = "code" if line.startswith("```{code-cell}") else "other"
+            elif line.strip() == "```":
+                fence = None
+            continue
+        if not line.strip() or line.startswith(":"):
+            continue
+        if fence == "code":
+            code += 1
+        elif fence is None:
+            prose += 1
+    return code, prose
+
+
+def code_cells(text):
+    """The source of every code cell of a page."""
+    import re
+
+    return re.findall(r"```\{code-cell\}[^\n]*\n(.*?)\n```", text, flags=re.S)
+
+
+@pytest.mark.parametrize("slug", CHAPTERS)
+def test_a_page_is_prose_and_short_calls_into_the_package(slug, root):
+    text = (root / "book" / slug / "index.md").read_text()
+    cells = "\n".join(code_cells(text))
+    assert "matplotlib" not in cells, "figures come from hpclab.plots"
+    assert "def " not in cells, "helpers belong in the package, not on a page"
+    code, prose = _code_and_prose(text)
+    assert code * 2 <= prose, f"{slug}: {code} lines of code against {prose} of prose"

@@ -99,7 +99,9 @@ def test_setup_py_builds_what_the_declarations_say():
 
 SHARED_FILES = ["setup.py", "Makefile", "src/hpclab/cli.py", "src/hpclab/experiments/__init__.py",
                 "src/hpclab/profiles.py", "src/hpclab/check.py", "src/hpclab/kernels/api.py",
-                "src/hpclab/kernels/registry.py", "tests/test_kernels.py",
+                "src/hpclab/kernels/registry.py", "src/hpclab/exercises/__init__.py",
+                "src/hpclab/bench.py", "src/hpclab/tables.py", "src/hpclab/stats.py",
+                "tests/test_kernels.py",
                 "tests/test_notebooks.py", "tests/test_book.py", "tests/test_packaging.py"]
 
 

@@ -436,6 +436,11 @@ class TwoSegmentFit:
                 f"{self.breakpoint_high:g}; left {self.left!r}; right {self.right!r})")
 
 
+def rms_relative(fit):
+    """Root-mean-square relative residual of a fit (or two-segment fit), in percent."""
+    return float(np.sqrt(np.mean((fit.y / fit.predict(fit.x) - 1) ** 2)) * 100)
+
+
 def fit_two_segment(x, y, sigma="relative", min_points=3):
     """Fit Hockney's model on each side of a breakpoint chosen to minimise the total error.
 

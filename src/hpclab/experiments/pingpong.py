@@ -135,3 +135,170 @@ def python_overhead(df):
     """Per-message cost of each implementation over C, in seconds, at small sizes."""
     lat = small_message_latency(df)
     return (lat - lat.get("c", np.nan)).rename("overhead_s")
+
+
+# ----------------------------------------------------------------------------- zero page
+
+def _zero_page_on_rank(nbytes, iterations, order):
+    """On every engine: ping-pong between ranks 0 and 1 with the mpi4py buffer API on fresh
+    anonymous pages, the send buffer either never written (as mpi4py.bench's numpy.empty
+    buffers) or written once; one-way time of each run, the slowest rank's."""
+    import mmap
+
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+
+    def round_trips(sbuf, rbuf, n):
+        for _ in range(n):
+            if rank == 0:
+                comm.Send(sbuf, 1, 7)
+                comm.Recv(rbuf, 1, 7)
+            elif rank == 1:
+                comm.Recv(rbuf, 0, 7)
+                comm.Send(sbuf, 0, 7)
+
+    out = []
+    for written in order:
+        smap, rmap = mmap.mmap(-1, nbytes), mmap.mmap(-1, nbytes)  # untouched pages
+        sbuf, rbuf = np.frombuffer(smap, np.uint8), np.frombuffer(rmap, np.uint8)
+        if written:
+            sbuf[:] = rank + 1
+        round_trips(sbuf, rbuf, 2)  # warm-up: the receive buffer's pages get written here
+        comm.Barrier()
+        t0 = MPI.Wtime()
+        round_trips(sbuf, rbuf, iterations)
+        t = (MPI.Wtime() - t0) / (2 * iterations) if rank < 2 else 0.0
+        out.append({"written": bool(written), "one_way_time": comm.allreduce(t, op=MPI.MAX)})
+        del sbuf, rbuf
+        smap.close()
+        rmap.close()
+    return out
+
+
+def zero_page_effect(engines, nbytes=4 << 20, profile=None, timeout=None):
+    """One-way time of ``nbytes`` messages whose send buffer was never written against one
+    that was, on fresh pages, interleaved (mpi4py buffer API, ranks 0 and 1 of the engines).
+
+    Linux maps every page of a buffer that was never written to one shared page of zeros,
+    so sending such a buffer reads the same page again and again, from cache. Returns a
+    DataFrame (``buffers``, ``rep``, ``one_way_time``) and the :class:`hpclab.stats.Comparison`
+    of the two (never written / written).
+    """
+    from hpclab import stats
+
+    settings = profiles.get(NAME, profile)
+    iterations = max(5, 100 // settings["scale"])
+    repetitions = settings["repetitions"] + 2
+    order = [bool(r % 2) for r in range(2 * repetitions)]  # interleaved
+    rows = engines.run(_zero_page_on_rank, int(nbytes), iterations, order,
+                       timeout=timeout or settings["timeout"], what="zero-page ping-pong")[0]
+    df = pd.DataFrame(rows)
+    df["buffers"] = np.where(df["written"], "written", "never written")
+    df["rep"] = df.groupby("buffers").cumcount()
+    never = df.loc[~df["written"], "one_way_time"]
+    written = df.loc[df["written"], "one_way_time"]
+    comparison = stats.compare(never, written, ("the never-written buffer",
+                                                "the written one"))
+    return df[["buffers", "rep", "one_way_time"]], comparison
+
+
+# ----------------------------------------------------------------------------- the chapter
+
+def reference_summary(table, label, mine=None, nbytes="nbytes", time_us="time_us"):
+    """A published table of one-way times in µs as a summary :func:`plots.latency` draws,
+    after the rows of ``mine`` (this machine's summary) when given."""
+    t = table[time_us].to_numpy(float) * 1e-6
+    ref = pd.DataFrame({"impl": label, "nbytes": table[nbytes].to_numpy(), "median": t,
+                        "best": t, "worst": t})
+    return ref if mine is None else pd.concat([mine, ref], ignore_index=True)
+
+
+def reference_fits(table, nbytes="nbytes", time_us="time_us"):
+    """One Hockney line and the two-segment fit of a published table of one-way times."""
+    x, y = table[nbytes].to_numpy(float), table[time_us].to_numpy(float) * 1e-6
+    return {"hockney": models.fit(models.HOCKNEY, x, y, sigma="relative"),
+            "two_segment": models.fit_two_segment(x, y)}
+
+
+def orfeo_latency(orfeo):
+    """ORFEO's latencies (report 001, Table 4) by placement and transport, in µs; a dash
+    where a transport cannot reach (shared memory across nodes)."""
+    t = (orfeo[(orfeo["quantity"] == "latency") & orfeo["source"].str.contains("Table 4")]
+         .pivot(index="placement", columns="transport", values="value")
+         .reindex(["intrasocket", "intersocket", "internode"]))
+    t.columns = [f"{c} [µs]" for c in t.columns]
+    return t
+
+
+def exchange_fits(ex, min_bytes=65536):
+    """Hockney fitted to IMB Exchange's average time per library and job size (messages of
+    at least min_bytes)."""
+    rows = []
+    for (mpi, nprocs), g in ex.groupby(["mpi", "nprocs"]):
+        big = g[g["nbytes"] >= min_bytes]
+        f = models.fit(models.HOCKNEY, big["nbytes"], big["t_avg_us"] * 1e-6, sigma="relative")
+        rows.append({"MPI": mpi, "ranks": int(nprocs), "nodes": int(g["nodes"].iloc[0]),
+                     "λ [µs]": f["lambda"] * 1e6, "B [GB/s]": f["B"] / 1e9,
+                     "B 95% low [GB/s]": f.ci95["B"][0] / 1e9,
+                     "B 95% high [GB/s]": f.ci95["B"][1] / 1e9, "points": f.npoints})
+    return pd.DataFrame(rows).set_index(["MPI", "ranks"]).round(3)
+
+
+def numbers(run, fits, zero=None):
+    """Every number the chapter's text quotes about this machine, computed (name -> value)."""
+    df, meta = run
+    s = summary(df)
+    c = s[s["impl"] == "c"]
+    one, two = fits["hockney"], fits["two_segment"]
+    lat = small_message_latency(df) * 1e6
+    bw = c.set_index("nbytes")["bandwidth_MBps"].dropna() / 1e3
+    l2 = [x["size_bytes"] for x in meta["machine"]["caches"] if x["level"] == 2
+          and x["size_bytes"]]
+    out = {"nsizes": len(c), "reps": int(s["reps"].max()), "lat_c": lat["c"],
+           "lam_left": two.left["lambda"] * 1e6, "lam_left_lo": two.left.ci95["lambda"][0] * 1e6,
+           "lam_left_hi": two.left.ci95["lambda"][1] * 1e6, "B_right": two.right["B"] / 1e9,
+           "B_right_lo": two.right.ci95["B"][0] / 1e9, "B_right_hi": two.right.ci95["B"][1] / 1e9,
+           "break_lo": f"{two.breakpoint_low:,.0f}", "break_hi": f"{two.breakpoint_high:,.0f}",
+           "one_rel": models.rms_relative(one), "two_rel": models.rms_relative(two),
+           "peak_kib": bw.idxmax() / 1024, "peak_bw": bw.max(), "last_kib": bw.index[-1] / 1024,
+           "last_bw": bw.iloc[-1], "l2_kib": (l2[0] / 1024) if l2 else float("nan"),
+           "n_half": two.right["lambda"] * two.right["B"] / 1024,
+           "placement": "; ".join(f"rank {p['rank']}: {p['cpus']}" for p in meta["placement"])}
+    overhead = python_overhead(df) * 1e6
+    for impl in ("cython", "python", "pickle"):
+        v = overhead.get(impl, np.nan)
+        out[f"ovh_{impl}"] = f"{abs(v):.2f} µs {'more' if v >= 0 else 'less'}"
+    largest = s[s["nbytes"] == s["nbytes"].max()].set_index("impl")["median"]
+    out.update(large_python_ratio=largest["python"] / largest["c"],
+               large_pickle_ratio=largest["pickle"] / largest["c"],
+               largest_kib=s["nbytes"].max() / 1024)
+    if zero is not None:
+        frame, comparison = zero
+        med = frame.groupby("buffers")["one_way_time"].median() * 1e6
+        out.update(zero_never=med["never written"], zero_written=med["written"],
+                   zero_words=comparison.words(), zero_ratio=comparison.ratio,
+                   zero_mib=(4 << 20) / (1 << 20))
+    return out
+
+
+def reference_numbers(fits, ul, ul_fits, orfeo_table, exchange, lat_c_us):
+    """The numbers the text quotes from the published tables, and this machine beside them."""
+    two, ul_two = fits["two_segment"], ul_fits["two_segment"]
+    ul_bw = ul.set_index("nbytes")["bandwidth_MiBps"]
+    ucx = orfeo_table["UCX (InfiniBand) [µs]"]
+    ef = exchange["B [GB/s]"]
+    return {"ul_lam": ul_two.left["lambda"] * 1e6,
+            "ul_one_rel": models.rms_relative(ul_fits["hockney"]),
+            "ul_two_rel": models.rms_relative(ul_two), "ul_B": ul_two.right["B"] / 1e9,
+            "ul_break": f"{ul_two.breakpoint_high:,.0f}",
+            "ratio_lat": two.left["lambda"] / ul_two.left["lambda"],
+            "ratio_bw": two.right["B"] / ul_two.right["B"],
+            "ul_peak_kib": ul_bw.idxmax() / 1024,
+            "ul_drop": (1 - ul_bw.iloc[-1] / ul_bw.max()) * 100,
+            "orfeo_intra": ucx["intrasocket"], "orfeo_inter": ucx["intersocket"],
+            "orfeo_node": ucx["internode"], "ours_vs_intra": lat_c_us / ucx["intrasocket"],
+            "tcp_vs_ucx": orfeo_table.loc["internode", "Ob1 TCP [µs]"] / ucx["internode"],
+            "ex_ompi": ef[("Open MPI 1.8.1", 40)], "ex_mvapich": ef[("MVAPICH2 1.9", 40)],
+            "ex_ratio": ef[("Open MPI 1.8.1", 40)] / ef[("MVAPICH2 1.9", 40)]}

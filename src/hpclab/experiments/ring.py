@@ -251,3 +251,166 @@ def correctness(df):
     c = df[df["metric"] == "correct"]
     return c[["impl", "variant", "nbytes", "nprocs", "oversubscribed", "value"]].rename(
         columns={"value": "correct"}).reset_index(drop=True)
+
+
+# ----------------------------------------------------------------------------- the chapter
+
+def _probe(sizes):
+    from mpi4py import MPI
+
+    from hpclab.kernels import ring
+
+    return ring.eager_limit(MPI.COMM_WORLD, sizes)
+
+
+def eager_probe(engines, sizes=None, timeout=None):
+    """The largest message size the plain send ring gets through on the engines, and the
+    first it does not (None: all did); sizes 4 B .. 4 MiB by default."""
+    sizes = sizes or [4 << k for k in range(0, 21)]
+    return tuple(engines.run(_probe, sizes, timeout=timeout or profiles.timeout(NAME),
+                             what="eager probe")[0])
+
+
+def send_demo(last_ok, first_blocked, n, mpi_args=()):
+    """The plain send ring run under a timeout just above and just below the eager limit:
+    the words the chapter uses for what happened."""
+    from hpclab.kernels import ring
+
+    if not first_blocked:
+        return {"blocked_verdict": "was not tried: every size was buffered",
+                "fine_verdict": "finished"}
+    blocked = ring.demonstrate_deadlock(n=max(n, 2), variant="send", nbytes=first_blocked,
+                                        timeout=10, mpi_args=mpi_args)
+    fine = ring.demonstrate_deadlock(n=max(n, 2), variant="send", nbytes=last_ok,
+                                     timeout=60, mpi_args=mpi_args)
+    return {"blocked_verdict": "deadlocked and was stopped at its time limit"
+            if blocked["deadlocked"] else "finished after all (the probe was cautious)",
+            "fine_verdict": "finished" if not fine["deadlocked"] else "deadlocked nevertheless"}
+
+
+def placement(meta, mpi_args=()):
+    """One line: the binding asked for and the CPUs every rank ran on."""
+    return ("binding: " + (" ".join(mpi_args) or "none") + " | "
+            + "; ".join(f"rank {p['rank']}: CPUs {p['cpus']}" for p in meta["placement"]))
+
+
+def ring_points(df, impl, nbytes=4):
+    """Time per ring against P for each variant of one implementation (a summary for
+    :func:`hpclab.plots.scaling`), and each variant's ``T = λ·P`` fit where one exists."""
+    s = summary(df)
+    s = s[(s["impl"] == impl) & (s["nbytes"] == nbytes)]
+    fitted = {}
+    for variant in s["variant"].unique():
+        try:
+            fitted[variant] = fit(df, impl, variant, nbytes)
+        except models.FitError:
+            pass
+    return s, fitted
+
+
+def step_points(df, impl="c", nprocs=None):
+    """Time per step against the payload at one P (default the largest) for every variant,
+    summarised as :func:`hpclab.plots.scaling` draws it, and Hockney fitted to irecv's."""
+    s = summary(df)
+    nprocs = nprocs or int(s["nprocs"].max())
+    at = s[(s["impl"] == impl) & (s["nprocs"] == nprocs)].copy()
+    for c in ("median", "best", "worst"):
+        at[c] = at[c] / at["nprocs"]
+    return at, {"irecv": step_fit(df, impl, "irecv", nprocs)}
+
+
+def lambda_table(fits_table):
+    """λ per step in µs with its 95% interval, the points and degrees of freedom behind it."""
+    t = fits_table.copy()
+    for c in ("lambda", "lambda_low", "lambda_high"):
+        t[c] = t[c] * 1e6
+    t = t.rename(columns={"lambda": "λ [µs]", "lambda_low": "95% low [µs]",
+                          "lambda_high": "95% high [µs]", "points": "P values",
+                          "impl": "implementation"})
+    t["implementation"] = t["implementation"].map(lambda i: {"c": "C", "cython": "Cython",
+                                                             "python": "mpi4py"}.get(i, i))
+    keep = [c for c in t.columns if c != "note" or t["note"].astype(bool).any()]
+    return t[keep].set_index(["variant", "implementation"]).sort_index().round(3)
+
+
+def pingpong_reference(engines, impl="c"):
+    """The PingPong latency the chapter compares λ with: from the newest saved PingPong
+    records, else measured now on the engines. (latency in s, where it came from)."""
+    saved = records.latest("pingpong")
+    if saved is not None:
+        pp, meta = saved
+        return pingpong_latency(pp, impl), f"the PingPong records of {meta['utc_time']}"
+    return pingpong_latency(measure_pingpong(engines, impl)), "a short PingPong measured here"
+
+
+def orfeo_steps(orfeo):
+    """ORFEO's λ (report 001, Table 1) per step in µs, by placement and variant."""
+    t = orfeo.assign(step=orfeo["lambda_s"] / orfeo["ring_runs"] * 1e6)
+    t = t.pivot(index="placement", columns="variant", values="step").round(3)
+    t.columns = [f"{c} [µs/step]" for c in t.columns]
+    return t
+
+
+def orfeo_model(orfeo, node, variants=("ssend_ordered", "irecv")):
+    """T = λ·P with ORFEO's published λ, switching to the internode λ past one node:
+    (P values, {label: time per ring in µs}, ranks per node)."""
+    per_node = int(node["sockets_per_node"] * node["cores_per_socket"])
+    lam = (orfeo.assign(step=orfeo["lambda_s"] / orfeo["ring_runs"] * 1e6)
+           .set_index(["placement", "variant"])["step"])
+    p = np.arange(1, int(node["nodes_in_ring_study"]) * per_node + 1)
+    lines = {f"{v} (T = λ·P, Table 1's λ)": np.where(p <= per_node, lam[("intranode", v)],
+                                                    lam[("internode", v)]) * p for v in variants}
+    return p, lines, per_node
+
+
+def numbers(df, fits_table, engines_info, pp, orfeo, node):
+    """Every number the chapter's text quotes, computed (name -> value)."""
+    from scipy import stats
+
+    lam = fits_table.set_index(["impl", "variant"])["lambda"]
+    s = summary(df)
+    small = s[s["nbytes"] == 4]
+    one = small[(small["impl"] == "c") & (small["nprocs"] == 1)].set_index("variant")["median"]
+    both_ways = lam.loc["c"][["send", "isend", "irecv"]]
+    pmax = int(s["nprocs"].max())
+    at = s[(s["impl"] == "c") & (s["nprocs"] == pmax)]
+    hockney = step_fit(df, "c", "irecv", pmax)
+    big = at[at["nbytes"] == at["nbytes"].max()].set_index("variant")["step_median"]
+    table = records.table(df)
+    sent = table[(table["metric"] == "send_buffered") & (table["nprocs"] == pmax)]
+    missing = sorted(sent.loc[sent["value"] == 0, "nbytes"].unique())
+    checks = correctness(df)
+    pp_lat, pp_source = pp
+    per_node = int(node["sockets_per_node"] * node["cores_per_socket"])
+    ol = (orfeo.assign(step=orfeo["lambda_s"] / orfeo["ring_runs"] * 1e6)
+          .set_index(["placement", "variant"])["step"])
+    return {
+        **engines_info,
+        "npoints": int(fits_table["points"].max()),
+        "lam_irecv": lam[("c", "irecv")] * 1e6, "lam_ssend": lam[("c", "ssend_ordered")] * 1e6,
+        "ssend_ratio": lam[("c", "ssend_ordered")] / lam[("c", "irecv")],
+        "nb_spread": (both_ways.max() / both_ways.min() - 1) * 100,
+        "sendrecv_ratio": lam[("c", "sendrecv")] / lam[("c", "irecv")],
+        "t_quantile": stats.t.ppf(0.975, max(int(fits_table["points"].max()) - 1, 1)),
+        "py_ratio": lam[("python", "irecv")] / lam[("c", "irecv")],
+        "cy_ratio": lam[("cython", "irecv")] / lam[("c", "irecv")],
+        "p1_irecv": one["irecv"] * 1e6, "p1_share": one["irecv"] / lam[("c", "irecv")],
+        "pmax": pmax, "h_lam": hockney["lambda"] * 1e6, "h_B": hockney["B"] / 1e9,
+        "h_B_lo": hockney.ci95["B"][0] / 1e9, "h_B_hi": hockney.ci95["B"][1] / 1e9,
+        "big_kib": at["nbytes"].max() / 1024, "big_ratio": big["ssend_ordered"] / big["irecv"],
+        "send_skipped": (", ".join(f"{m:,}" for m in missing) + " bytes") if missing
+        else "no size",
+        "check_upto": int(checks["nprocs"].max()),
+        "pp_lat": pp_lat * 1e6, "pp_source": pp_source,
+        "irecv_over_pp": lam[("c", "irecv")] / pp_lat,
+        "ssend_over_pp": lam[("c", "ssend_ordered")] / pp_lat,
+        "o_ratio_intra": ol[("intranode", "ssend_ordered")] / ol[("intranode", "irecv")],
+        "o_ratio_inter": ol[("internode", "ssend_ordered")] / ol[("internode", "irecv")],
+        "o_node_jump": ol[("internode", "irecv")] / ol[("intranode", "irecv")],
+        "per_node": per_node, "per_node_next": per_node + 1,
+        "per_socket": int(node["cores_per_socket"]),
+        "per_socket_next": int(node["cores_per_socket"]) + 1,
+        "ours_vs_orfeo": lam[("c", "irecv")] / (ol[("intranode", "irecv")] * 1e-6),
+        "ours_ratio_vs_orfeo": (lam[("c", "ssend_ordered")] / lam[("c", "irecv")])
+        / (ol[("intranode", "ssend_ordered")] / ol[("intranode", "irecv")]),
+    }

@@ -300,3 +300,213 @@ def roofline(df, impl="c", peak=None):
     return models.Roofline(bandwidth=float(best["best"]) * 1e9, peak=peak,
                            source=f"STREAM triad, {impl}, {int(best['nthreads'])} thread(s), "
                                   f"{best['bind']}")
+
+
+# ----------------------------------------------------------------------------- the chapter
+
+LOOPS = {"copy": "c[j] = a[j]", "scale": "b[j] = s*c[j]", "add": "c[j] = a[j] + b[j]",
+         "triad": "a[j] = b[j] + s*c[j]"}
+
+
+def kernel_table():
+    """STREAM's four loops with their bytes, flops and flops per byte (STREAM's counts)."""
+    from hpclab.kernels.stream import BYTES_PER_ELEMENT, FLOPS_PER_ELEMENT, OPS
+
+    return pd.DataFrame({"loop": LOOPS, "bytes per element": BYTES_PER_ELEMENT,
+                         "flops per element": FLOPS_PER_ELEMENT,
+                         "flops per byte": {op: FLOPS_PER_ELEMENT[op] / BYTES_PER_ELEMENT[op]
+                                            for op in OPS}}).rename_axis("kernel").round(3)
+
+
+def intensities(ops=("copy", "triad")):
+    """Flops per byte of STREAM's loops, for marking them on a roofline."""
+    from hpclab.kernels.stream import BYTES_PER_ELEMENT, FLOPS_PER_ELEMENT
+
+    return {op: FLOPS_PER_ELEMENT[op] / BYTES_PER_ELEMENT[op] for op in ops}
+
+
+def _dgemm_rate(n, repeats):
+    import time as _time
+
+    a = np.random.default_rng(0).standard_normal((n, n))
+    b = np.random.default_rng(1).standard_normal((n, n))
+    best = np.inf
+    for _ in range(repeats + 1):  # the first warms the library up
+        t0 = _time.perf_counter()
+        c = a @ b
+        best = min(best, _time.perf_counter() - t0)
+    if not np.allclose(c[0, :4], a[0] @ b[:, :4]):
+        raise RuntimeError("the matrix product is wrong")
+    return 2.0 * n**3 / best
+
+
+def dgemm_peak(profile=None):
+    """Floating-point rate of numpy's matrix product (the BLAS it links, all cores): the
+    compute ceiling this machine's roofline uses (flop/s, and what measured it)."""
+    n = 1000 if profiles.name(profile) == "quick" else 3000
+    import numpy
+
+    blas = "numpy's BLAS"
+    try:
+        cfg = numpy.show_config(mode="dicts")
+        blas = f"numpy's BLAS ({cfg['Build Dependencies']['blas']['name']})"
+    except Exception:  # the layout of show_config differs between numpy versions
+        pass
+    return _dgemm_rate(n, 3), f"{blas}, {n}x{n} DGEMM, best of 3, {launch.usable_cores()} cores"
+
+
+def rooflines(df, ul, nodeperf, profile=None):
+    """{label: Roofline} of this machine (measured triad and DGEMM) and of a Ulysses node
+    (its 20-thread triad and its nodeperf DGEMM at the published share of peak)."""
+    peak, how = dgemm_peak(profile)
+    mine = roofline(df, peak=peak)
+    mine = models.Roofline(mine.bandwidth, mine.peak, mine.source + "; peak: " + how)
+    best = nodeperf.loc[nodeperf["percent_of_peak"].idxmax()]
+    ul_peak = best["mflops"] * 1e6 / (best["percent_of_peak"] / 100)
+    ul_triad = ul.set_index(["op", "threads"])["best_rate_MBps"][("triad", 20)] * 1e6
+    from hpclab import reference
+
+    ul_roof = models.Roofline(bandwidth=ul_triad, peak=ul_peak,
+                              source=reference.cite(ul) + "; " + reference.cite(nodeperf))
+    return {"this machine (measured triad, DGEMM)": mine,
+            "Ulysses node (report 004)": ul_roof}
+
+
+def close_distant(df):
+    """Best triad bandwidth with the memory on the threads' node and on the other (GB/s),
+    or None on a machine with one NUMA node."""
+    s = summary(df)
+    d = s[(s["membind"] >= 0) & (s["op"] == "triad")]
+    if d.empty:
+        return None
+    d = d.assign(memory=np.where(d["membind"] == d["cpunodebind"], "close", "distant"))
+    return d.pivot_table(index="nthreads", columns=["impl", "memory"], values="best").round(2)
+
+
+def ulysses_table(ul):
+    """Report 004's best STREAM rates in GB/s by operation and threads."""
+    from hpclab.kernels.stream import OPS
+
+    t = ul.pivot(index="op", columns="threads", values="best_rate_MBps").reindex(OPS) / 1e3
+    t.columns = [f"{c} thread(s) [GB/s]" for c in t.columns]
+    return t.round(2)
+
+
+def ulysses_fit(ul):
+    """The saturation model fitted to report 004's rates (four kernels at 1 and 20 threads)."""
+    return models.fit(models.SATURATION, ul["threads"], ul["best_rate_MBps"] * 1e6)
+
+
+def versus_reference(df, ul, impl="c"):
+    """This machine's best rates per operation and thread count, and Ulysses', as one
+    summary for :func:`hpclab.plots.scaling` (bytes per second, like the fits), and the
+    series to join with lines (this machine's; Ulysses' are four kernels at two points)."""
+    s = summary(df)
+    mine = s[(s["impl"] == impl) & (s["bind"] == "close") & (s["membind"] == -1)]
+    mine = mine.sort_values("op", key=lambda c: c.map({op: i for i, op in enumerate(LOOPS)}))
+    mine = mine.assign(series="this machine: " + mine["op"], median=mine["best"] * 1e9,
+                       best=mine["best"] * 1e9, worst=mine["worst"] * 1e9)
+    ref = ul.assign(series="Ulysses (report 004)", nthreads=ul["threads"],
+                    median=ul["best_rate_MBps"] * 1e6)
+    ref = ref.assign(best=ref["median"], worst=ref["median"])
+    cols = ["series", "nthreads", "median", "best", "worst"]
+    return (pd.concat([mine[cols], ref[cols]], ignore_index=True),
+            list(mine["series"].unique()))
+
+
+def mpi_table(df, impl="c"):
+    """SingleSTREAM and StarSTREAM in GB/s per operation."""
+    from hpclab.kernels.stream import OPS
+
+    ms = mpi_summary(df)
+    t = ms[ms["impl"] == impl].set_index("op").reindex(OPS)
+    return t[["ranks", "single", "star_per_rank", "star_total"]].round(2).rename(
+        columns={"single": "Single [GB/s]", "star_per_rank": "Star per rank [GB/s]",
+                 "star_total": "Star, all ranks [GB/s]"})
+
+
+def hamburg_table(hh):
+    """Report 002's HPCC STREAM: Single and Star per rank, per node, and their ratio."""
+    t = hh.assign(per_node=hh["star_GBps"] * hh["ranks"] / hh["nodes"],
+                  ratio=hh["star_GBps"] / hh["single_GBps"]).set_index("op")
+    return t[["single_GBps", "star_GBps", "per_node", "ratio"]].round(3).rename(columns={
+        "single_GBps": "Single [GB/s]", "star_GBps": "Star per rank [GB/s]",
+        "per_node": "Star per node [GB/s]", "ratio": "Star / Single"})
+
+
+def shaheen_table(sh):
+    """Report 003's memory bandwidth tests against the peak, with the share recomputed."""
+    t = sh.assign(share=sh["bandwidth_GBps"] / sh["peak_GBps"] * 100)
+    return t[["test", "threads", "bandwidth_GBps", "peak_GBps", "percent_of_peak",
+              "share"]].round(1).rename(columns={
+        "bandwidth_GBps": "bandwidth [GB/s]", "peak_GBps": "peak [GB/s]",
+        "percent_of_peak": "published share [%]", "share": "recomputed share [%]"}).set_index(
+        "test")
+
+
+def numbers(run, sat, ul, ul_fit, hh, sh, roofs, nodeperf):
+    """Every number the chapter's text quotes, computed (name -> value)."""
+    df, meta = run
+    s = summary(df)
+    n = int(meta["doubles_per_array"])
+    cores = meta["cores"]
+    best = s.set_index(["impl", "op", "nthreads", "bind"])["best"]
+    knee = models.saturation_threads(sat)
+    threads_measured = int(s["nthreads"].max())
+    saturated = knee < threads_measured - 0.25
+    numa = meta["numa_nodes"]
+    ul_t = ul.set_index(["op", "threads"])["best_rate_MBps"] / 1e3
+    ms = mpi_summary(df)
+    mc = ms[ms["impl"] == "c"].set_index("op")
+    h = hamburg_table(hh)
+    h_raw = hh.set_index("op")
+    sh_share = sh["bandwidth_GBps"] / sh["peak_GBps"] * 100
+    mine, ul_roof = roofs.values()
+    triad_i = intensities()["triad"]
+    return {
+        "n_elems": f"{n:,}", "array_mb": n * 8 / 1e6, "cache_mb": meta["cache_bytes"] / 1e6,
+        "array_over_cache": n * 8 / meta["cache_bytes"], "ntimes": meta["settings"]["ntimes"],
+        "cores": cores, "triad_1": best[("c", "triad", 1, "close")],
+        "triad_all": best[("c", "triad", cores, "close")],
+        "speedup_all": best[("c", "triad", cores, "close")] / best[("c", "triad", 1, "close")],
+        "cy_over_c": best[("cython", "triad", cores, "close")] / best[("c", "triad", cores, "close")],
+        "copy_vs_triad": best[("c", "copy", cores, "close")] / best[("c", "triad", cores, "close")],
+        "b1": sat["b1"] / 1e9, "knee": knee, "bmax": sat["Bmax"] / 1e9,
+        "threads_measured": threads_measured,
+        "saturation_verdict": (
+            f"the bandwidth saturates: the fitted ceiling is reached at {knee:.1f} threads, below "
+            f"the {threads_measured} measured, and more threads on this machine would not move "
+            "more data" if saturated else
+            f"the bandwidth has not saturated within the {threads_measured} cores: the model puts "
+            f"the knee at {knee:.1f} threads, too close to (or beyond) the last measured point to "
+            "tell a ceiling from the last measurement, so the data say only that B_max is at "
+            "least the bandwidth of all cores; the ceiling itself is not measured here"),
+        "numa": numa,
+        "numa_text": (
+            "This machine has more than one NUMA node, so the experiment ran STREAM under numactl "
+            "with the threads on one node and the memory on the same or the other node"
+            if numa > 1 else "This machine has a single NUMA node: every core is as close to "
+            "every byte as any other, so there is no distant memory to measure here, and the "
+            "published measurements below take its place"),
+        "ul_1": ul_t[("triad", 1)], "ul_20": ul_t[("triad", 20)],
+        "ul_ratio": ul_t[("triad", 20)] / ul_t[("triad", 1)],
+        "ul_b1": ul_fit["b1"] / 1e9, "ul_bmax": ul_fit["Bmax"] / 1e9,
+        "ul_bmax_lo": ul_fit.ci95["Bmax"][0] / 1e9, "ul_bmax_hi": ul_fit.ci95["Bmax"][1] / 1e9,
+        "ul_knee": models.saturation_threads(ul_fit),
+        "ours_vs_ul_1": best[("c", "triad", 1, "close")] / ul_t[("triad", 1)],
+        "my_star_ratio": mc.loc["triad", "star_per_rank"] / mc.loc["triad", "single"],
+        "my_ranks": int(mc.loc["triad", "ranks"]),
+        "hh_ratio": h.loc["triad", "Star / Single"], "hh_node": h.loc["triad", "Star per node [GB/s]"],
+        "hh_cores": int(h_raw.loc["triad", "cores_per_node"]),
+        "hh_knee": h.loc["triad", "Star per node [GB/s]"] / h.loc["triad", "Single [GB/s]"],
+        "sh_best": sh_share.max(), "sh_worst": sh_share.min(),
+        "ul_peak": ul_roof.peak / 1e9, "ul_ridge": ul_roof.ridge,
+        "ul_triad_share": ul_roof.bound(triad_i) / ul_roof.peak * 100,
+        "my_triad_gflops": mine.bound(triad_i) / 1e9, "my_peak": mine.peak / 1e9,
+        "my_ridge": mine.ridge, "nodeperf_low": nodeperf["percent_of_peak"].min(),
+        "here_story": (
+            f"This machine shows the whole curve as well: its bandwidth stops growing at about "
+            f"{knee:.1f} threads" if saturated else "This machine shows the first half of that "
+            f"curve: within its {threads_measured} cores each thread still adds about "
+            f"{sat['b1'] / 1e9:.1f} GB/s, and its ceiling lies beyond what it can measure"),
+    }

@@ -1,0 +1,78 @@
+"""Tables for pages and labs: human column names with units, intervals beside estimates,
+integers shown as integers, no bare 0/1 index.
+
+Every function returns a DataFrame ready to display (a Styler only where formatting
+cannot live in the values).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from hpclab import models
+
+# how a parameter is shown: (name, unit, factor from SI)
+UNITS = {"lambda": ("λ", "µs", 1e6), "B": ("B", "GB/s", 1e-9), "b1": ("b1", "GB/s", 1e-9),
+         "Bmax": ("Bmax", "GB/s", 1e-9), "s": ("s", "", 1.0), "t_update": ("t", "ns", 1e9),
+         "t_point": ("t", "ns", 1e9), "t_row": ("r", "ns", 1e9), "t_reduce": ("a", "µs", 1e6)}
+
+
+def _label(param):
+    name, unit, _ = UNITS.get(param, (param, "", 1.0))
+    return f"{name} [{unit}]" if unit else name
+
+
+def fits(*fits, names=None, digits=3):
+    """Estimates with standard errors and 95% intervals, one row per parameter (and segment
+    of a two-segment fit), in the units of :data:`UNITS`, with the points and degrees of
+    freedom behind each.
+
+    ``names`` labels the fits (default: the model's name, or the segment of a two-segment
+    fit)."""
+    rows = []
+    for k, fit in enumerate(fits):
+        parts = ([(f"n ≤ {fit.breakpoint_low:,.0f} B", fit.left),
+                  (f"n ≥ {fit.breakpoint_high:,.0f} B", fit.right)]
+                 if isinstance(fit, models.TwoSegmentFit) else [(None, fit)])
+        for seg, f in parts:
+            label = names[k] if names else (seg or f.model.name)
+            if names and seg:
+                label = f"{names[k]}, {seg}"
+            for p, value in f.params.items():
+                _, _, factor = UNITS.get(p, (p, "", 1.0))
+                lo, hi = f.ci95[p]
+                rows.append({"fit": label, "parameter": _label(p), "estimate": value * factor,
+                             "std. error": f.stderr[p] * factor, "95% low": lo * factor,
+                             "95% high": hi * factor, "points": f.npoints, "dof": f.dof})
+    t = pd.DataFrame(rows).set_index(["fit", "parameter"])
+    return t.round({"estimate": digits, "std. error": digits, "95% low": digits,
+                    "95% high": digits})
+
+
+def by(df, index, columns, values, unit="", factor=1.0, index_name=None, digits=3,
+       column_names=None):
+    """A pivot with the unit in every column header, e.g. one-way time per size and
+    implementation."""
+    t = df.pivot_table(index=index, columns=columns, values=values, aggfunc="first") * factor
+    names = column_names or {}
+    t.columns = [f"{names.get(c, c)} [{unit}]" if unit else str(names.get(c, c))
+                 for c in t.columns]
+    t.index.name = index_name or index
+    return t.round(digits)
+
+
+def integers(df):
+    """Columns that hold whole numbers as integers (no 30.0)."""
+    out = df.copy()
+    for c in out.columns:
+        v = out[c]
+        if pd.api.types.is_float_dtype(v) and v.notna().all() and np.all(np.mod(v, 1) == 0):
+            out[c] = v.astype(int)
+    return out
+
+
+def correctness(checks, group=("nprocs", "oversubscribed")):
+    """Runs and right answers per rank count: a correctness matrix summed up."""
+    t = (checks.groupby(list(group))["correct"].agg(runs="count", right="sum").reset_index())
+    t = integers(t).rename(columns={"nprocs": "ranks", "oversubscribed": "more ranks than cores"})
+    return t.set_index("ranks")

@@ -1,0 +1,74 @@
+"""The package's figures and tables: one style, units on every axis, bands on fits,
+human column names (drawn with the Agg backend; no browser needed)."""
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from hpclab import models, plots, tables  # noqa: E402
+
+SIZES = np.array([0] + [2**k for k in range(16)], dtype=float)
+
+
+def _summary(impls=("c", "python")):
+    rows = []
+    for i, impl in enumerate(impls):
+        t = models.HOCKNEY(SIZES, 1e-6 * (1 + i), 5e9)
+        rows.append(pd.DataFrame({"impl": impl, "nbytes": SIZES, "median": t, "best": t * 0.95,
+                                  "worst": t * 1.1, "bandwidth_MBps": SIZES / t / 1e6}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def test_every_series_has_its_own_colour_marker_and_dash():
+    seen = {plots.style(k, i)[1:] for i, k in enumerate(["a", "b", "c", "d", "e", "f", "g"])}
+    assert len(seen) == 7
+    assert plots.style("c")[0] == "C" and plots.style("python")[0] == "mpi4py buffers"
+
+
+def test_message_figures_have_units_and_a_band():
+    s = _summary()
+    two = models.fit_two_segment(s.loc[s.impl == "c", "nbytes"], s.loc[s.impl == "c", "median"]
+                                 * (1 + 0.01 * np.sin(np.arange(len(SIZES)))))
+    ax = plots.latency_with_residuals(s, two, meta={"machine": {}, "profile": "quick"})
+    assert ax.get_ylabel() == "one-way time [µs]" and ax.collections, "no band drawn"
+    assert plots.bandwidth(s).get_ylabel() == "bandwidth [GB/s]"
+    assert "[ratio]" in plots.relative_to(s).get_ylabel()
+    assert ax.figure.get_size_inches()[0] <= 6, "wider than a phone shows legibly"
+
+
+def test_scaling_draws_points_fits_and_bands():
+    p = np.arange(1, 5, dtype=float)
+    pts = pd.DataFrame({"nprocs": np.tile(p, 2), "variant": ["a"] * 4 + ["b"] * 4,
+                        "median": np.r_[2e-6 * p, 3e-6 * p]})
+    pts["best"], pts["worst"] = pts["median"] * 0.9, pts["median"] * 1.1
+    fit = models.fit(models.RING, p, 2e-6 * p * (1 + 0.01 * np.cos(p)))
+    ax = plots.scaling(pts, "nprocs", "variant", {"a": fit}, scale=1e6, xlabel="P",
+                       ylabel="time [µs]")
+    assert len(ax.collections) >= 1 and [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_roofline_has_both_ceilings():
+    roof = models.Roofline(bandwidth=20e9, peak=400e9)
+    ax = plots.roofline({"node": roof}, kernels={"triad": 2 / 24})
+    y = ax.get_lines()[0].get_ydata()
+    assert np.isclose(y.max(), 400) and ax.get_xlabel().endswith("[flop/byte]")
+
+
+def test_fit_tables_carry_units_intervals_and_degrees_of_freedom():
+    y = models.HOCKNEY(SIZES, 1e-6, 5e9) * (1 + 0.02 * np.sin(np.arange(len(SIZES))))
+    one = models.fit(models.HOCKNEY, SIZES, y, sigma="relative")
+    t = tables.fits(one, names=["all sizes"])
+    assert list(t.index.get_level_values("parameter")) == ["λ [µs]", "B [GB/s]"]
+    assert {"estimate", "std. error", "95% low", "95% high", "points", "dof"} <= set(t.columns)
+    assert t.loc[("all sizes", "λ [µs]"), "estimate"] == pytest.approx(1.0, rel=0.1)
+
+
+def test_whole_numbers_show_as_integers():
+    checks = pd.DataFrame({"nprocs": [1, 1, 2], "oversubscribed": [False] * 3,
+                           "correct": [1.0, 1.0, 1.0]})
+    t = tables.correctness(checks)
+    assert t["runs"].dtype.kind == "i" and t["right"].dtype.kind == "i"
+    assert t.index.name == "ranks"

@@ -1,0 +1,28 @@
+"""Comparisons put into words only where the interval supports them."""
+import numpy as np
+import pytest
+
+from hpclab import stats
+
+
+def test_a_clear_difference_is_claimed_with_its_interval():
+    rng = np.random.default_rng(1)
+    c = stats.compare(2.0 + 0.02 * rng.standard_normal(9), 1.0 + 0.01 * rng.standard_normal(9),
+                      ("slow", "fast"))
+    assert c.differs and 1.9 < c.low <= c.ratio <= c.high < 2.1
+    assert c.words().startswith(f"slow took {c.ratio:.2f} times the time of fast (95% interval")
+
+
+def test_overlapping_samples_give_no_claim():
+    rng = np.random.default_rng(2)
+    a, b = 1.0 + 0.1 * rng.standard_normal(5), 1.02 + 0.1 * rng.standard_normal(5)
+    c = stats.compare(a, b, ("irecv", "sendrecv"))
+    assert not c.differs and c.low < 1 < c.high
+    assert c.words().startswith("no difference in time between irecv and sendrecv")
+
+
+@pytest.mark.parametrize("a,b,match", [([1.0], [1.0, 2.0], "at least 2"),
+                                       ([1.0, -1.0], [1.0, 2.0], "positive")])
+def test_too_little_or_impossible_data_is_refused(a, b, match):
+    with pytest.raises(ValueError, match=match):
+        stats.compare(a, b)
