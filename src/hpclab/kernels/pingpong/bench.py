@@ -25,9 +25,11 @@ import sys
 
 import numpy as np
 
-from hpclab import launch, protocol
+from hpclab import launch, profiles, protocol
 
 SMALL = 8192
+# one program's whole sweep may take as long as one measurement of the full profile
+TIMEOUT = profiles.timeout("pingpong", "full")
 SIZES = [0] + [1 << k for k in range(23)]
 
 
@@ -121,11 +123,11 @@ def run(args, impls=("c", "cython", "python")):
     ours, theirs = [], {name: [] for name in refs}
     for r in range(args.rounds):
         res = launch.mpirun([sys.executable, "-m", "hpclab.kernels.pingpong.bench", "_ours",
-                             ",".join(map(str, sizes)), ",".join(impls)], n=2, timeout=1800,
+                             ",".join(map(str, sizes)), ",".join(impls)], n=2, timeout=TIMEOUT,
                             mpi_args=bind, what="hpclab ping-pong kernels")
         ours.append(protocol.last(res.stdout, "the hpclab kernels"))
         for name, (cmd, parse) in refs.items():
-            res = launch.mpirun(cmd, n=2, timeout=1800, mpi_args=bind, what=name)
+            res = launch.mpirun(cmd, n=2, timeout=TIMEOUT, mpi_args=bind, what=name)
             theirs[name].append(parse(res.stdout))
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
     from hpclab.bench import spread, table

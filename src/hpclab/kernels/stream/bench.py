@@ -14,7 +14,10 @@ import sys
 
 import numpy as np
 
-from hpclab import launch
+from hpclab import launch, profiles
+
+# one reference run may take as long as one measurement of the full profile
+TIMEOUT = profiles.timeout("stream", "full")
 
 
 def add_arguments(p):
@@ -55,7 +58,7 @@ def _reference_stream(source, n, ntimes, workdir):
 def _run_reference(exe, threads, bind):
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "OMP_PLACES": "cores",
            "OMP_PROC_BIND": bind}
-    proc = launch.run_process([str(exe)], timeout=1800, env=env, what="stream.c")
+    proc = launch.run_process([str(exe)], timeout=TIMEOUT, env=env, what="stream.c")
     rates = {k.lower(): float(v) * 1e6 for k, v in STREAM_ROW.findall(proc.stdout)}
     if "triad" not in rates or "Solution Validates" not in proc.stdout:
         raise SystemExit(f"stream.c did not validate:\n{proc.stdout[-2000:]}")
@@ -64,7 +67,7 @@ def _run_reference(exe, threads, bind):
 
 def _run_likwid(nbytes, threads):
     proc = launch.run_process(["likwid-bench", "-t", "stream", "-w",
-                               f"N:{nbytes}B:{threads}"], timeout=600, what="likwid-bench")
+                               f"N:{nbytes}B:{threads}"], timeout=TIMEOUT, what="likwid-bench")
     m = re.search(r"^MByte/s:\s+([0-9.]+)", proc.stdout, re.MULTILINE)
     return float(m.group(1)) * 1e6 if m else None
 
