@@ -54,6 +54,7 @@ def by(df, index, columns, values, unit="", factor=1.0, index_name=None, digits=
     """A pivot with the unit in every column header, e.g. one-way time per size and
     implementation."""
     t = df.pivot_table(index=index, columns=columns, values=values, aggfunc="first") * factor
+    t = t[list(dict.fromkeys(df[columns]))]  # columns in the order the data has them
     names = column_names or {}
     t.columns = [f"{names.get(c, c)} [{unit}]" if unit else str(names.get(c, c))
                  for c in t.columns]
