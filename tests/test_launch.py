@@ -159,3 +159,34 @@ def test_remote_errors_keep_their_type_and_rank(engines):
     with pytest.raises(ValueError, match="unhappy test failed on rank 1: ValueError: rank one"):
         engines.run(_fail_on_rank_one, what="unhappy test")
     assert len(engines.run(_ranks)) == 2
+
+
+def test_starting_named_engines_again_replaces_the_first_set():
+    """A notebook's engine cell run twice leaves one set of engines, not two."""
+    first = launch.cluster(n=2, timeout=60, what="twice-run lab").start()
+    engine_pids = [p for _, _, p in first.run(_ranks)]
+    try:
+        second = launch.cluster(n=2, timeout=60, what="twice-run lab").start()
+        try:
+            assert first.cluster is None, "the first set was not stopped"
+            assert not wait_dead(engine_pids + sorted(first.stopped_pids))
+            assert launch.running()["twice-run lab"] is second
+            assert [r for r, _, _ in second.run(_ranks)] == [0, 1]
+        finally:
+            second.stop()
+    finally:
+        first.stop()
+    assert "twice-run lab" not in launch.running()
+
+
+def test_engines_stop_when_the_python_that_started_them_exits(tmp_path):
+    """A kernel that shuts down or restarts takes its engines with it (atexit)."""
+    code = ("from hpclab import launch, protocol\n"
+            "e = launch.cluster(n=2, timeout=60, what='exit lab').start()\n"
+            "protocol.emit({'pids': [p for p in e.run(__import__('os').getpid)]})\n")
+    r = launch.run_process([sys.executable, "-c", code], timeout=120)
+    from hpclab import protocol
+
+    pids = protocol.last(r.stdout)["pids"]
+    assert r.returncode == 0 and len(pids) == 2
+    assert not wait_dead(pids), "engines outlived the Python that started them"

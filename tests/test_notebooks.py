@@ -222,3 +222,24 @@ def test_a_feedback_failure_is_reported_not_ignored(tmp_path, capsys):
     assert "feedback broke here" in out
     budget = dict(calls)["autograde"]
     assert budget == grade.submission_budget(lab) < 1800
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_a_graded_notebook_keeps_no_widget_state(graded, lab):
+    """Progress bars are text: reopening a saved or graded notebook shows no
+    'Error displaying widget: model not found'."""
+    work, _ = graded
+    text = (work / "autograded" / "alice" / lab / f"{lab}.ipynb").read_text()
+    assert "application/vnd.jupyter.widget-view+json" not in text
+    assert "application/vnd.jupyter.widget-state+json" not in text
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_a_lab_says_how_to_work_through_it(lab):
+    """Before the first exercise: cell by cell, what NotImplementedError means, what Run All
+    does, and that the engines stop with the kernel."""
+    top = [c.source for c in cells(ROOT / "labs" / lab / f"{lab}.ipynb")[:3]
+           if c.cell_type == "markdown"]
+    text = "\n".join(top)
+    for words in ("cell by cell", "NotImplementedError", "Run All", "restarts"):
+        assert words in text, f"labs/{lab}: the introduction does not say {words!r}"

@@ -88,3 +88,10 @@ def test_openmp_check_says_what_to_install(tmp_path):
                        cwd=ROOT, capture_output=True, text=True, timeout=300,
                        env={**os.environ, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"})
     assert "does not support OpenMP" in r.stderr and "libomp" in r.stderr, r.stderr[-2000:]
+
+
+def test_make_lab_starts_jupyterlab_as_root_too():
+    r = subprocess.run(["make", "-n", "lab"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=60)
+    line = [ln for ln in r.stdout.splitlines() if "jupyter lab labs/" in ln][0]
+    assert ("--allow-root" in line) == (os.geteuid() == 0)

@@ -73,7 +73,7 @@ def run(slug, upto=None, ranks=None, profile=None, mpi_args=(), timeout=None,
     timeout : float, optional
         Seconds per mpiexec (default: the kernel's profile timeout).
     """
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # text, not a widget: a saved notebook keeps no widget state
 
     from hpclab.kernels import KernelError
 

@@ -22,6 +22,7 @@ both warn with :class:`OversubscriptionWarning`, and allow it for correctness.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import re
@@ -32,6 +33,7 @@ import sys
 import tempfile
 import time
 import warnings
+import weakref
 from pathlib import Path
 
 DEFAULT_TIMEOUT = 120.0
@@ -278,15 +280,39 @@ def remote_frames(tb):
         else ""
 
 
+DEFAULT_WHAT = "MPI engines"
+# Engines started under a name of their own ("pingpong lab"), by name: starting such a set
+# again (a notebook cell run twice) stops the one it replaces, so a kernel never holds two.
+_NAMED = {}
+_STARTED = weakref.WeakSet()  # every set this process started: stopped when it exits
+
+
+def _stop_all_at_exit():
+    for engines in list(_STARTED):
+        with contextlib.suppress(Exception):
+            engines.stop()
+
+
+atexit.register(_stop_all_at_exit)
+
+
+def running():
+    """The named engine sets this process has started and not stopped ({name: Engines})."""
+    return {k: e for k, e in _NAMED.items() if e.cluster is not None}
+
+
 class Engines:
     """A set of n ipyparallel engines under one mpiexec, with its controller.
 
     Use :func:`cluster` in a ``with`` block; in a notebook, ``Engines(n).start()``
-    and ``.stop()`` in a later cell (the engines also stop when Python exits).
+    and ``.stop()`` in a later cell. The engines stop when Python exits (a notebook
+    kernel that shuts down or restarts), and engines started under a name of their own
+    (``what="pingpong lab"``) are stopped when a set of the same name starts again, so
+    running a notebook's engine cell twice leaves one set, not two.
     """
 
     def __init__(self, n=2, timeout=DEFAULT_TIMEOUT, start_timeout=START_TIMEOUT, mpi_args=(),
-                 environment=None, what="MPI engines"):
+                 environment=None, what=DEFAULT_WHAT):
         self.n = check_ranks(n, what)
         self.timeout = float(timeout)
         self.start_timeout = float(start_timeout)
@@ -298,11 +324,22 @@ class Engines:
         self.view = None
         self.profile_dir = None
         self._pids = set()
+        self.stopped_pids = set()
         self._stale = False
 
     # -- life cycle
     def start(self):
         import ipyparallel as ipp
+
+        if self.what != DEFAULT_WHAT:
+            earlier = _NAMED.pop(self.what, None)
+            if earlier is not None and earlier is not self and earlier.cluster is not None:
+                earlier.stop()
+                print(f"stopped the earlier {self.what!r} engines of this kernel (pids "
+                      f"{sorted(earlier.stopped_pids)}) before starting new ones",
+                      file=sys.stderr)
+            _NAMED[self.what] = self
+        _STARTED.add(self)
 
         self.profile_dir = tempfile.mkdtemp(prefix="hpclab-ipp-", dir=_profile_root())
         extra_args, extra_env = mpiexec_options(self.n)
@@ -388,6 +425,9 @@ class Engines:
 
     def stop(self):
         """Stop engines and controller and remove the profile folder; safe to call twice."""
+        self.stopped_pids = set(self._pids)
+        if _NAMED.get(self.what) is self:
+            del _NAMED[self.what]
         if self.cluster is not None:
             with contextlib.suppress(Exception):
                 if self.client is not None:
@@ -463,7 +503,7 @@ class Engines:
 
 
 def cluster(n=2, timeout=DEFAULT_TIMEOUT, start_timeout=START_TIMEOUT, mpi_args=(),
-            environment=None, what="MPI engines"):
+            environment=None, what=DEFAULT_WHAT):
     """Context manager: n MPI engines, stopped when the block ends however it ends.
 
     Parameters

@@ -18,7 +18,7 @@ and both record where every rank ran (:func:`hpclab.launch.whoami`). Both return
 """
 from importlib import import_module
 
-from tqdm.auto import tqdm
+from tqdm import tqdm  # text, not a widget: a saved notebook keeps no widget state
 
 from hpclab import launch, profiles, records
 from hpclab.kernels import registry
