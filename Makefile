@@ -52,8 +52,11 @@ book: $(STAMP)
 test: $(STAMP)
 	HPCLAB_PROFILE=quick $(BIN)/python -m pytest
 
+# JupyterLab refuses to start as root unless told; containers and lab machines often are root
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(STAMP)
-	$(BIN)/jupyter lab labs/
+	@$(if $(ALLOW_ROOT),echo "running as root (a container?): starting JupyterLab with --allow-root")
+	$(BIN)/jupyter lab labs/ $(ALLOW_ROOT)
 
 release: $(STAMP)
 	$(BIN)/python autograder/grade.py release
