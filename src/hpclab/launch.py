@@ -336,8 +336,7 @@ class Engines:
             if earlier is not None and earlier is not self and earlier.cluster is not None:
                 earlier.stop()
                 print(f"stopped the earlier {self.what!r} engines of this kernel (pids "
-                      f"{sorted(earlier.stopped_pids)}) before starting new ones",
-                      file=sys.stderr)
+                      f"{sorted(earlier.stopped_pids)}) before starting new ones")
             _NAMED[self.what] = self
         _STARTED.add(self)
 

@@ -1,0 +1,237 @@
+"""The labs in a real JupyterLab, driven in headless Chromium as a student uses them.
+
+JupyterLab serves a copy of labs/ on 127.0.0.1 with a token; Playwright (from PyPI) drives
+Debian's chromium. One lab runs in full up to its first measurement, its engine cell runs a
+second time, it is saved and reopened; the others are opened and their engine cell run.
+The test fails on a JavaScript error, a widget error on reopening, more engine processes
+than one set, and any process left after the kernel is shut down. Screenshots go to
+``$HPCLAB_SCREENSHOTS`` (default: a temporary folder).
+"""
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import leftovers
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+LABS = sorted(p.name for p in (ROOT / "labs").iterdir() if list(p.glob("*.ipynb")))
+FULL = "pingpong"  # the lab run in full (the others: opened, engine cell run)
+CELL_TIMEOUT_MS = 180_000
+
+playwright = pytest.importorskip("playwright.sync_api",
+                                 reason="Playwright is not installed (pip install playwright)")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not CHROMIUM, reason="no chromium: apt-get install chromium "
+                                 "(Debian), or see the README")]
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+
+RUN_CELL = """async (i) => {
+  const app = window.jupyterapp;
+  const panel = app.shell.currentWidget;
+  await panel.sessionContext.ready;
+  panel.content.activeCellIndex = i;
+  const cell = panel.content.widgets[i];
+  const before = cell.model.executionCount;
+  await app.commands.execute('notebook:run-cell');
+  const kernel = () => panel.sessionContext.session && panel.sessionContext.session.kernel;
+  // the command may return before the kernel has finished: wait for a new count and idle
+  while (cell.model.type === 'code' && (cell.model.executionCount === before
+         || cell.model.executionCount === null || !kernel() || kernel().status !== 'idle')) {
+    await new Promise(r => setTimeout(r, 200));
+  }
+  const outputs = cell.model.outputs ? cell.model.outputs.toJSON() : [];
+  return outputs.filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue);
+}"""
+
+
+START_CELL = """(i) => {
+  const app = window.jupyterapp;
+  const panel = app.shell.currentWidget;
+  panel.content.activeCellIndex = i;
+  window.hpclabBefore = panel.content.widgets[i].model.executionCount;
+  app.commands.execute('notebook:run-cell');
+}"""
+CELL_DONE = """(i) => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const count = panel.content.widgets[i].model.executionCount;
+  const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
+  return count !== window.hpclabBefore && count !== null && !!kernel && kernel.status === 'idle';
+}"""
+CELL_ERRORS = """(i) => window.jupyterapp.shell.currentWidget.content.widgets[i].model.outputs.toJSON()
+  .filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue)"""
+STATUS_BAR = "() => document.querySelector('#jp-main-statusbar').innerText"
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _index(lab, needle):
+    cells = nbformat.read(ROOT / "labs" / lab / f"{lab}.ipynb", as_version=4).cells
+    return next(i for i, c in enumerate(cells) if c.cell_type == "code" and needle in c.source)
+
+
+def _engines(tag):
+    return [p for p in leftovers.tagged(tag) if "ipyparallel.engine" in p[1]
+            and "nanny" not in p[1]]
+
+
+@pytest.fixture(scope="module")
+def lab_server(tmp_path_factory):
+    """JupyterLab on a copy of labs/ (the app exposed to the page so it can be driven)."""
+    root = tmp_path_factory.mktemp("jupyterlab")
+    shutil.copytree(ROOT / "labs", root / "labs")
+    port, token = _free_port(), secrets.token_hex(12)
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
+           f"--port={port}", f"--IdentityProvider.token={token}",
+           f"--ServerApp.root_dir={root / 'labs'}", "--LabApp.expose_app_in_browser=True",
+           "--ServerApp.open_browser=False",
+           # a workspace and settings of its own: no tabs restored from another session
+           f"--LabApp.workspaces_dir={root / 'workspaces'}",
+           f"--LabApp.user_settings_dir={root / 'settings'}"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-root")
+    log = open(root / "server.log", "w")
+    env = {**os.environ, "HPCLAB_PROFILE": "quick"}
+    server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
+                              start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.5)
+    try:
+        yield f"http://127.0.0.1:{port}", token, root
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _open(browser, server, lab, errors):
+    url, token, _ = server
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_default_timeout(CELL_TIMEOUT_MS)
+    page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}")
+            if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+    page.goto(f"{url}/lab/tree/{lab}/{lab}.ipynb?token={token}")
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget "
+                           "&& window.jupyterapp.shell.currentWidget.sessionContext")
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.ready")
+    return page
+
+
+def _shots():
+    folder = Path(os.environ.get("HPCLAB_SCREENSHOTS") or "/tmp/hpclab-screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _shutdown(page):
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+
+
+def test_a_lab_runs_reruns_its_engines_saves_and_reopens_cleanly(lab_server, browser):
+    tag = os.environ["HPCLAB_RUN_TAG"]
+    lab = FULL
+    engine_cell, measure_cell = _index(lab, "launch.cluster("), _index(lab, f"{lab}.run(")
+    errors = []
+    page = _open(browser, lab_server, lab, errors)
+    ran = {}
+    for i in range(measure_cell):
+        ran[i] = page.evaluate(RUN_CELL, i)
+    # the measurement, watched: the status bar must say Busy while it runs (progress bars
+    # that are widgets made the kernel report idle throughout)
+    page.evaluate(START_CELL, measure_cell)
+    busy = []
+    deadline = time.monotonic() + CELL_TIMEOUT_MS / 1000
+    while not page.evaluate(CELL_DONE, measure_cell) and time.monotonic() < deadline:
+        busy.append("Busy" in page.evaluate(STATUS_BAR))
+        time.sleep(0.25)
+    ran[measure_cell] = page.evaluate(CELL_ERRORS, measure_cell)
+    assert len(busy) >= 4 and sum(busy[1:-1]) >= 0.9 * len(busy[1:-1]), \
+        f"the status bar said Busy in {sum(busy)} of {len(busy)} looks while the cell ran"
+    # only the unanswered exercises may fail, and they say so
+    failed = {i: e for i, e in ran.items() if e}
+    assert failed, "the untouched lab raised nowhere: are its exercises stubs?"
+    assert all(all("NotImplementedError" in x for x in e) for e in failed.values()), failed
+    # where the stub ran on the engines, the error shows the student's own line
+    remote = [x for e in failed.values() for x in e if "on the engine" in x]
+    assert remote and all("raise NotImplementedError()" in x for x in remote), remote
+    assert not ran[engine_cell] and not ran[measure_cell], (ran[engine_cell], ran[measure_cell])
+    n = len(_engines(tag))
+    assert n >= 2, "the engine cell started no engines"
+    assert page.evaluate(RUN_CELL, engine_cell) == []  # a student runs it again
+    time.sleep(2)
+    assert len(_engines(tag)) == n, "running the engine cell again left two sets of engines"
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.screenshot(path=str(_shots() / f"jupyterlab-{lab}-run.png"))
+    _shutdown(page)
+    assert not leftovers.wait_gone_matching(lambda: _engines(tag), 30), \
+        "engines outlived the kernel"
+    page.close()
+    # reopen the saved notebook: no widget errors, no console errors
+    page = _open(browser, lab_server, lab, errors)
+    page.wait_for_timeout(2000)
+    text = page.evaluate("() => window.jupyterapp.shell.currentWidget.node.innerText")
+    assert "Error displaying widget" not in text and "model not found" not in text
+    page.screenshot(path=str(_shots() / f"jupyterlab-{lab}-reopened.png"))
+    _shutdown(page)
+    page.close()
+    assert not [e for e in errors if "widget" in e.lower()], errors
+    assert not errors, errors
+
+
+@pytest.mark.parametrize("lab", [lab for lab in LABS if lab != FULL])
+def test_every_other_lab_opens_and_starts_its_engines(lab_server, browser, lab):
+    tag = os.environ["HPCLAB_RUN_TAG"]
+    cells = nbformat.read(ROOT / "labs" / lab / f"{lab}.ipynb", as_version=4).cells
+    errors = []
+    page = _open(browser, lab_server, lab, errors)
+    setup = next(i for i, c in enumerate(cells) if c.cell_type == "code")
+    assert page.evaluate(RUN_CELL, setup) == []
+    starts = [i for i, c in enumerate(cells)
+              if c.cell_type == "code" and "launch.cluster(" in c.source]
+    for i in starts:
+        assert page.evaluate(RUN_CELL, i) == []
+        assert _engines(tag), "the engine cell started no engines"
+    page.screenshot(path=str(_shots() / f"jupyterlab-{lab}.png"))
+    _shutdown(page)
+    assert not leftovers.wait_gone_matching(lambda: _engines(tag), 30), \
+        "engines outlived the kernel"
+    page.close()
+    assert not errors, errors
