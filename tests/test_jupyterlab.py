@@ -38,18 +38,27 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync"]
 
-RUN_CELL = """async (i) => {
+# every snippet finds its notebook by path: JupyterLab may have other tabs open
+RUN_CELL = """async ([path, i, seconds]) => {
   const app = window.jupyterapp;
-  const panel = app.shell.currentWidget;
+  const panel = Array.from(app.shell.widgets('main')).find(w => w.context && w.context.path === path);
+  if (!panel) { throw new Error('no open notebook ' + path); }
   await panel.sessionContext.ready;
+  app.shell.activateById(panel.id);
   panel.content.activeCellIndex = i;
   const cell = panel.content.widgets[i];
   const before = cell.model.executionCount;
   await app.commands.execute('notebook:run-cell');
   const kernel = () => panel.sessionContext.session && panel.sessionContext.session.kernel;
+  const deadline = Date.now() + seconds * 1000;
   // the command may return before the kernel has finished: wait for a new count and idle
   while (cell.model.type === 'code' && (cell.model.executionCount === before
          || cell.model.executionCount === null || !kernel() || kernel().status !== 'idle')) {
+    if (Date.now() > deadline) {
+      throw new Error('cell ' + i + ' did not finish within ' + seconds + ' s (kernel: '
+                      + (kernel() ? kernel().status : 'none') + ', count: '
+                      + cell.model.executionCount + ')');
+    }
     await new Promise(r => setTimeout(r, 200));
   }
   const outputs = cell.model.outputs ? cell.model.outputs.toJSON() : [];
@@ -57,22 +66,70 @@ RUN_CELL = """async (i) => {
 }"""
 
 
-START_CELL = """(i) => {
+START_CELL = """([path, i]) => {
   const app = window.jupyterapp;
-  const panel = app.shell.currentWidget;
+  const panel = Array.from(app.shell.widgets('main')).find(w => w.context && w.context.path === path);
+  if (!panel) { throw new Error('no open notebook ' + path); }
+  app.shell.activateById(panel.id);
   panel.content.activeCellIndex = i;
   window.hpclabBefore = panel.content.widgets[i].model.executionCount;
   app.commands.execute('notebook:run-cell');
 }"""
-CELL_DONE = """(i) => {
-  const panel = window.jupyterapp.shell.currentWidget;
+CELL_DONE = """([path, i]) => {
+  const app = window.jupyterapp;
+  const panel = Array.from(app.shell.widgets('main')).find(w => w.context && w.context.path === path);
+  if (!panel) { throw new Error('no open notebook ' + path); }
   const count = panel.content.widgets[i].model.executionCount;
   const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
   return count !== window.hpclabBefore && count !== null && !!kernel && kernel.status === 'idle';
 }"""
-CELL_ERRORS = """(i) => window.jupyterapp.shell.currentWidget.content.widgets[i].model.outputs.toJSON()
-  .filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue)"""
+CELL_ERRORS = """([path, i]) => {
+  const app = window.jupyterapp;
+  const panel = Array.from(app.shell.widgets('main')).find(w => w.context && w.context.path === path);
+  if (!panel) { throw new Error('no open notebook ' + path); }
+  return panel.content.widgets[i].model.outputs.toJSON()
+    .filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue);
+}"""
+SAVE = """async (path) => {
+  const app = window.jupyterapp;
+  const panel = Array.from(app.shell.widgets('main')).find(w => w.context && w.context.path === path);
+  if (!panel) { throw new Error('no open notebook ' + path); }
+  await panel.context.save();
+}"""
+SHUTDOWN = """async (path) => {
+  const app = window.jupyterapp;
+  const panel = Array.from(app.shell.widgets('main')).find(w => w.context && w.context.path === path);
+  if (!panel) { throw new Error('no open notebook ' + path); }
+  await panel.sessionContext.shutdown();
+}"""
+TEXT = """(path) => {
+  const app = window.jupyterapp;
+  const panel = Array.from(app.shell.widgets('main')).find(w => w.context && w.context.path === path);
+  if (!panel) { throw new Error('no open notebook ' + path); }
+  return panel.node.innerText;
+}"""
+READY = """async (path) => {
+  const app = window.jupyterapp;
+  const panel = Array.from(app.shell.widgets('main')).find(w => w.context && w.context.path === path);
+  if (!panel) { throw new Error('no open notebook ' + path); }
+  await panel.sessionContext.ready;
+  return true;
+}"""
 STATUS_BAR = "() => document.querySelector('#jp-main-statusbar').innerText"
+
+
+def _path(lab):
+    return f"{lab}/{lab}.ipynb"
+
+
+def _run(page, lab, i):
+    """Run cell i of a lab and wait for it (at most the cell timeout); its errors as
+    'Name: value'. On a timeout the page is saved as a screenshot first."""
+    try:
+        return page.evaluate(RUN_CELL, [_path(lab), i, CELL_TIMEOUT_MS / 1000])
+    except Exception:
+        page.screenshot(path=str(_shots() / f"jupyterlab-stuck-at-cell-{i}.png"))
+        raise
 
 
 def _free_port():
@@ -148,10 +205,13 @@ def _open(browser, server, lab, errors):
     page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}")
             if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
-    page.goto(f"{url}/lab/tree/{lab}/{lab}.ipynb?token={token}")
-    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget "
-                           "&& window.jupyterapp.shell.currentWidget.sessionContext")
-    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.ready")
+    # a fresh workspace for every page: no tabs restored from an earlier one
+    workspace = f"w{secrets.token_hex(4)}"
+    page.goto(f"{url}/lab/workspaces/{workspace}/tree/{_path(lab)}?token={token}&reset")
+    page.wait_for_function("(path) => window.jupyterapp && Array.from(window.jupyterapp.shell"
+                           ".widgets('main')).some(w => w.context && w.context.path === path)",
+                           arg=_path(lab))
+    page.evaluate(READY, _path(lab))
     return page
 
 
@@ -161,8 +221,8 @@ def _shots():
     return folder
 
 
-def _shutdown(page):
-    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+def _shutdown(page, lab):
+    page.evaluate(SHUTDOWN, _path(lab))
 
 
 def test_a_lab_runs_reruns_its_engines_saves_and_reopens_cleanly(lab_server, browser):
@@ -173,16 +233,16 @@ def test_a_lab_runs_reruns_its_engines_saves_and_reopens_cleanly(lab_server, bro
     page = _open(browser, lab_server, lab, errors)
     ran = {}
     for i in range(measure_cell):
-        ran[i] = page.evaluate(RUN_CELL, i)
+        ran[i] = _run(page, lab, i)
     # the measurement, watched: the status bar must say Busy while it runs (progress bars
     # that are widgets made the kernel report idle throughout)
-    page.evaluate(START_CELL, measure_cell)
+    page.evaluate(START_CELL, [_path(lab), measure_cell])
     busy = []
     deadline = time.monotonic() + CELL_TIMEOUT_MS / 1000
-    while not page.evaluate(CELL_DONE, measure_cell) and time.monotonic() < deadline:
+    while not page.evaluate(CELL_DONE, [_path(lab), measure_cell]) and time.monotonic() < deadline:
         busy.append("Busy" in page.evaluate(STATUS_BAR))
         time.sleep(0.25)
-    ran[measure_cell] = page.evaluate(CELL_ERRORS, measure_cell)
+    ran[measure_cell] = page.evaluate(CELL_ERRORS, [_path(lab), measure_cell])
     assert len(busy) >= 4 and sum(busy[1:-1]) >= 0.9 * len(busy[1:-1]), \
         f"the status bar said Busy in {sum(busy)} of {len(busy)} looks while the cell ran"
     # only the unanswered exercises may fail, and they say so
@@ -195,22 +255,22 @@ def test_a_lab_runs_reruns_its_engines_saves_and_reopens_cleanly(lab_server, bro
     assert not ran[engine_cell] and not ran[measure_cell], (ran[engine_cell], ran[measure_cell])
     n = len(_engines(tag))
     assert n >= 2, "the engine cell started no engines"
-    assert page.evaluate(RUN_CELL, engine_cell) == []  # a student runs it again
+    assert _run(page, lab, engine_cell) == []  # a student runs it again
     time.sleep(2)
     assert len(_engines(tag)) == n, "running the engine cell again left two sets of engines"
-    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.evaluate(SAVE, _path(lab))
     page.screenshot(path=str(_shots() / f"jupyterlab-{lab}-run.png"))
-    _shutdown(page)
+    _shutdown(page, lab)
     assert not leftovers.wait_gone_matching(lambda: _engines(tag), 30), \
         "engines outlived the kernel"
     page.close()
     # reopen the saved notebook: no widget errors, no console errors
     page = _open(browser, lab_server, lab, errors)
     page.wait_for_timeout(2000)
-    text = page.evaluate("() => window.jupyterapp.shell.currentWidget.node.innerText")
+    text = page.evaluate(TEXT, _path(lab))
     assert "Error displaying widget" not in text and "model not found" not in text
     page.screenshot(path=str(_shots() / f"jupyterlab-{lab}-reopened.png"))
-    _shutdown(page)
+    _shutdown(page, lab)
     page.close()
     assert not [e for e in errors if "widget" in e.lower()], errors
     assert not errors, errors
@@ -223,14 +283,14 @@ def test_every_other_lab_opens_and_starts_its_engines(lab_server, browser, lab):
     errors = []
     page = _open(browser, lab_server, lab, errors)
     setup = next(i for i, c in enumerate(cells) if c.cell_type == "code")
-    assert page.evaluate(RUN_CELL, setup) == []
+    assert _run(page, lab, setup) == []
     starts = [i for i, c in enumerate(cells)
               if c.cell_type == "code" and "launch.cluster(" in c.source]
     for i in starts:
-        assert page.evaluate(RUN_CELL, i) == []
+        assert _run(page, lab, i) == []
         assert _engines(tag), "the engine cell started no engines"
     page.screenshot(path=str(_shots() / f"jupyterlab-{lab}.png"))
-    _shutdown(page)
+    _shutdown(page, lab)
     assert not leftovers.wait_gone_matching(lambda: _engines(tag), 30), \
         "engines outlived the kernel"
     page.close()
