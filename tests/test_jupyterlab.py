@@ -38,12 +38,20 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync"]
 
-# every snippet finds its notebook by path: JupyterLab may have other tabs open
-RUN_CELL = """async ([path, i, seconds]) => {
-  const app = window.jupyterapp;
-  const panel = Array.from(app.shell.widgets('main')).find(w => w.context && w.context.path === path);
-  if (!panel) { throw new Error('no open notebook ' + path); }
-  await panel.sessionContext.ready;
+def _on_panel(args, body):
+    """A JavaScript function of ``args`` (``path`` first) that finds the open notebook at
+    ``path`` (JupyterLab may have other tabs open) and runs ``body`` with ``app`` and
+    ``panel`` defined."""
+    head, _, params = args.partition("(")
+    return (f"{head}({params} => {{\n"
+            "  const app = window.jupyterapp;\n"
+            "  const panel = Array.from(app.shell.widgets('main'))"
+            ".find(w => w.context && w.context.path === path);\n"
+            "  if (!panel) { throw new Error('no open notebook ' + path); }\n"
+            f"{body}\n}}")
+
+
+RUN_CELL = _on_panel("async ([path, i, seconds])", """  await panel.sessionContext.ready;
   app.shell.activateById(panel.id);
   panel.content.activeCellIndex = i;
   const cell = panel.content.widgets[i];
@@ -62,59 +70,23 @@ RUN_CELL = """async ([path, i, seconds]) => {
     await new Promise(r => setTimeout(r, 200));
   }
   const outputs = cell.model.outputs ? cell.model.outputs.toJSON() : [];
-  return outputs.filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue);
-}"""
-
-
-START_CELL = """([path, i]) => {
-  const app = window.jupyterapp;
-  const panel = Array.from(app.shell.widgets('main')).find(w => w.context && w.context.path === path);
-  if (!panel) { throw new Error('no open notebook ' + path); }
-  app.shell.activateById(panel.id);
+  return outputs.filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue);""")
+START_CELL = _on_panel("([path, i])", """  app.shell.activateById(panel.id);
   panel.content.activeCellIndex = i;
   window.hpclabBefore = panel.content.widgets[i].model.executionCount;
-  app.commands.execute('notebook:run-cell');
-}"""
-CELL_DONE = """([path, i]) => {
-  const app = window.jupyterapp;
-  const panel = Array.from(app.shell.widgets('main')).find(w => w.context && w.context.path === path);
-  if (!panel) { throw new Error('no open notebook ' + path); }
-  const count = panel.content.widgets[i].model.executionCount;
+  app.commands.execute('notebook:run-cell');""")
+CELL_DONE = _on_panel("([path, i])", """  const count = panel.content.widgets[i].model.executionCount;
   const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
-  return count !== window.hpclabBefore && count !== null && !!kernel && kernel.status === 'idle';
-}"""
-CELL_ERRORS = """([path, i]) => {
-  const app = window.jupyterapp;
-  const panel = Array.from(app.shell.widgets('main')).find(w => w.context && w.context.path === path);
-  if (!panel) { throw new Error('no open notebook ' + path); }
-  return panel.content.widgets[i].model.outputs.toJSON()
-    .filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue);
-}"""
-SAVE = """async (path) => {
-  const app = window.jupyterapp;
-  const panel = Array.from(app.shell.widgets('main')).find(w => w.context && w.context.path === path);
-  if (!panel) { throw new Error('no open notebook ' + path); }
-  await panel.context.save();
-}"""
-SHUTDOWN = """async (path) => {
-  const app = window.jupyterapp;
-  const panel = Array.from(app.shell.widgets('main')).find(w => w.context && w.context.path === path);
-  if (!panel) { throw new Error('no open notebook ' + path); }
-  await panel.sessionContext.shutdown();
-}"""
-TEXT = """(path) => {
-  const app = window.jupyterapp;
-  const panel = Array.from(app.shell.widgets('main')).find(w => w.context && w.context.path === path);
-  if (!panel) { throw new Error('no open notebook ' + path); }
-  return panel.node.innerText;
-}"""
-READY = """async (path) => {
-  const app = window.jupyterapp;
-  const panel = Array.from(app.shell.widgets('main')).find(w => w.context && w.context.path === path);
-  if (!panel) { throw new Error('no open notebook ' + path); }
-  await panel.sessionContext.ready;
-  return true;
-}"""
+  return count !== window.hpclabBefore && count !== null && !!kernel && kernel.status === 'idle';""")
+CELL_ERRORS = _on_panel("([path, i])", """  return panel.content.widgets[i].model.outputs.toJSON()
+    .filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue);""")
+SAVE = _on_panel("async (path)", """  await panel.context.save();""")
+SHUTDOWN = _on_panel("async (path)", """  await panel.sessionContext.shutdown();""")
+TEXT = _on_panel("(path)", """  return panel.node.innerText;""")
+READY = _on_panel("async (path)", """  await panel.sessionContext.ready;
+  return true;""")
+
+
 STATUS_BAR = "() => document.querySelector('#jp-main-statusbar').innerText"
 
 

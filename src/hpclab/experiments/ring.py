@@ -343,9 +343,16 @@ def pingpong_reference(engines, impl="c"):
     return pingpong_latency(measure_pingpong(engines, impl)), "a short PingPong measured here"
 
 
+def _orfeo_step_us(orfeo):
+    """ORFEO's λ per step in µs (Table 1 gives seconds for ring_runs rings), indexed by
+    placement and variant."""
+    return (orfeo.assign(step=orfeo["lambda_s"] / orfeo["ring_runs"] * 1e6)
+            .set_index(["placement", "variant"])["step"])
+
+
 def orfeo_steps(orfeo):
     """ORFEO's λ (report 001, Table 1) per step in µs, by placement and variant."""
-    t = orfeo.assign(step=orfeo["lambda_s"] / orfeo["ring_runs"] * 1e6)
+    t = _orfeo_step_us(orfeo).reset_index()
     t = t.pivot(index="placement", columns="variant", values="step").round(3)
     t.columns = [f"{c} [µs/step]" for c in t.columns]
     return t
@@ -355,15 +362,14 @@ def orfeo_model(orfeo, node, variants=("ssend_ordered", "irecv")):
     """T = λ·P with ORFEO's published λ, switching to the internode λ past one node:
     (P values, {label: time per ring in µs}, ranks per node)."""
     per_node = int(node["sockets_per_node"] * node["cores_per_socket"])
-    lam = (orfeo.assign(step=orfeo["lambda_s"] / orfeo["ring_runs"] * 1e6)
-           .set_index(["placement", "variant"])["step"])
+    lam = _orfeo_step_us(orfeo)
     p = np.arange(1, int(node["nodes_in_ring_study"]) * per_node + 1)
     lines = {f"{v} (T = λ·P, Table 1's λ)": np.where(p <= per_node, lam[("intranode", v)],
                                                     lam[("internode", v)]) * p for v in variants}
     return p, lines, per_node
 
 
-def numbers(df, fits_table, engines_info, pp, orfeo, node):
+def numbers(df, fits_table, pp, orfeo, node):
     """Every number the chapter's text quotes, computed (name -> value)."""
     from scipy import stats
 
@@ -382,10 +388,8 @@ def numbers(df, fits_table, engines_info, pp, orfeo, node):
     checks = correctness(df)
     pp_lat, pp_source = pp
     per_node = int(node["sockets_per_node"] * node["cores_per_socket"])
-    ol = (orfeo.assign(step=orfeo["lambda_s"] / orfeo["ring_runs"] * 1e6)
-          .set_index(["placement", "variant"])["step"])
+    ol = _orfeo_step_us(orfeo)
     return {
-        **engines_info,
         "npoints": int(fits_table["points"].max()),
         "lam_irecv": lam[("c", "irecv")] * 1e6, "lam_ssend": lam[("c", "ssend_ordered")] * 1e6,
         "ssend_ratio": lam[("c", "ssend_ordered")] / lam[("c", "irecv")],
