@@ -109,3 +109,35 @@ def test_a_field_of_the_wrong_shape_is_refused():
         with Topology(COMM, (8, 8), impl=impl) as topo:
             with pytest.raises(ValueError, match="local \\+ 2 per dimension"):
                 topo.exchange(np.zeros((3, 3)))
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize("shape,dims", [((7, 5, 3), (0, 1, 1)), ((7, 5, 3), (0, 0, 1)),
+                                        ((7, 5, 3), None), ((12, 6, 4), None), ((9,), None)])
+def test_scatter_and_collect_blocks_through_subarray_datatypes(impl, shape, dims):
+    """Every rank receives exactly its block of the root's array; collect puts them back."""
+    if any(n < d for n, d in zip(shape, MPI.Compute_dims(SIZE, list(dims or [0] * len(shape))))):
+        pytest.skip("a dimension has fewer points than ranks")
+    t = Topology(COMM, shape, dims=dims, impl=impl)
+    try:
+        whole = global_array(shape) if t.rank == 0 else None
+        mine = t.scatter(whole)
+        index = tuple(slice(o, o + n) for o, n in zip(t.offset, t.local))
+        np.testing.assert_array_equal(mine, global_array(shape)[index])
+        assert t.block_of(t.rank) == (tuple(t.offset), tuple(t.local))
+        back = t.collect(mine * 2)
+        if t.rank == 0:
+            np.testing.assert_array_equal(back, 2 * global_array(shape))
+        else:
+            assert back is None
+    finally:
+        t.free()
+
+
+def test_scatter_refuses_a_global_array_of_the_wrong_shape():
+    t = Topology(COMM, (6, 4), impl="python")
+    try:
+        with pytest.raises(ValueError, match="C-contiguous float64 array of shape"):
+            t.scatter(np.zeros((4, 6)) if t.rank == 0 else None)  # on every rank
+    finally:
+        t.free()

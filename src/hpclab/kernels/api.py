@@ -133,3 +133,26 @@ def build(kernel, raw, errors, prepare=None, finish=None):
         return run
 
     return {impl: make(impl, raw[impl]) for impl in kernel.implementations}
+
+
+class first_ranks:
+    """``with first_ranks(comm, n) as sub:`` a communicator of comm's first n ranks (None on
+    the others), freed at the end. Collective on comm (MPI_Comm_split)."""
+
+    def __init__(self, comm, n):
+        from mpi4py import MPI
+
+        if not 1 <= n <= comm.Get_size():
+            raise ValueError(f"{n} ranks asked for; this communicator has {comm.Get_size()}")
+        inside = comm.Get_rank() < n
+        self.sub = comm.Split(0 if inside else MPI.UNDEFINED, comm.Get_rank())
+        if not inside:
+            self.sub = None
+
+    def __enter__(self):
+        return self.sub
+
+    def __exit__(self, *exc):
+        if self.sub is not None:
+            self.sub.Free()
+        return False

@@ -208,6 +208,78 @@ class Topology:
             out[tuple(slice(o, o + n) for o, n in zip(offset, block.shape))] = block
         return out
 
+    def block_of(self, rank):
+        """(offset, count) per dimension of the block that ``rank`` owns (no halo)."""
+        if not 0 <= rank < self.size:
+            raise ValueError(f"rank {rank} is not in a grid of {self.size} ranks")
+        if self._c is not None:
+            return self._c.block_of(rank)
+        coords = np.unravel_index(rank, self.dims)  # Cartesian ranks are row-major
+        blocks = [block_range(n, p, int(c)) for n, p, c in zip(self.global_shape, self.dims,
+                                                                coords)]
+        return tuple(o for o, _ in blocks), tuple(c for _, c in blocks)
+
+    def _check_global(self, array, root):
+        """Root checks the global array and every rank learns the verdict (one broadcast),
+        so a wrong array is refused on every rank instead of leaving the others waiting."""
+        problem = None
+        if self.rank == root and (not isinstance(array, np.ndarray)
+                                  or array.dtype != np.float64
+                                  or not array.flags.c_contiguous
+                                  or array.shape != tuple(self.global_shape)):
+            problem = (f"the global array on rank {root} must be a C-contiguous float64 "
+                       f"array of shape {tuple(self.global_shape)}")
+        problem = self.comm.bcast(problem, root=root)
+        if problem:
+            raise ValueError(problem)
+
+    def _blocks(self, root, global_array, local, out):
+        MPI = self._mpi
+        if self._c is not None:
+            g = global_array.reshape(-1) if self.rank == root else None
+            self._c.blocks(root, g, local.reshape(-1), out)
+            return
+        mine = self.cart.Irecv(local, root, 77) if out else None  # posted before any send
+        reqs = []
+        if self.rank == root:
+            for r in range(self.size):
+                offset, count = self.block_of(r)
+                t = MPI.DOUBLE.Create_subarray(self.global_shape, count, offset).Commit()
+                call = self.cart.Isend if out else self.cart.Irecv
+                reqs.append(call([global_array, 1, t], r, 77))
+                t.Free()  # MPI frees it when the message is done
+        if not out:
+            mine = self.cart.Isend(local, root, 77)
+        MPI.Request.Waitall(reqs + [mine])
+
+    def scatter(self, global_array, root=0, out=None):
+        """Every rank's block (C-contiguous, shape :attr:`local`; ``out`` or a new array)
+        of the global array held by ``root`` (ignored elsewhere). Root sends each block as
+        one subarray datatype of the global array; collective."""
+        self._check_global(global_array, root)
+        local = np.empty(self.local, dtype=np.float64) if out is None else out
+        if not (isinstance(local, np.ndarray) and local.dtype == np.float64
+                and local.flags.c_contiguous and local.shape == tuple(self.local)):
+            raise ValueError(f"out must be a C-contiguous float64 array of shape "
+                             f"{tuple(self.local)}")
+        self._blocks(root, global_array, local, True)
+        return local
+
+    def collect(self, local, root=0, out=None):
+        """The global array on ``root`` (None elsewhere) from every rank's block
+        (shape :attr:`local`, no halo): the reverse of :meth:`scatter`."""
+        local = np.ascontiguousarray(local, dtype=np.float64)
+        problem = (f"rank {self.rank}'s block must have shape {tuple(self.local)}, got "
+                   f"{local.shape}") if local.shape != tuple(self.local) else None
+        problem = next((p for p in self.comm.allgather(problem) if p), None)
+        if problem:  # on every rank, so that nobody waits for a block that never comes
+            raise ValueError(problem)
+        if self.rank == root and out is None:
+            out = np.empty(self.global_shape, dtype=np.float64)
+        self._check_global(out, root)
+        self._blocks(root, out, local, False)
+        return out if self.rank == root else None
+
     def free(self):
         """Free the Cartesian communicator and the datatypes (collective); safe twice."""
         if self._c is not None:

@@ -12,7 +12,8 @@ from mpi4py cimport MPI
 from mpi4py.libmpi cimport MPI_Finalized, MPI_COMM_NULL
 from hpclab_common cimport (HPCLAB_ERRLEN, hpclab_alloc, hpclab_free, hpclab_mpi_build_library,
                             hpclab_compiler, hpclab_topo, hpclab_topo_create, hpclab_topo_free,
-                            hpclab_topo_points, hpclab_halo_exchange, hpclab_block_range)
+                            hpclab_topo_points, hpclab_halo_exchange, hpclab_block_range,
+                            hpclab_topo_block_of, hpclab_topo_scatter, hpclab_topo_gather)
 
 
 cdef class Buffer:
@@ -145,6 +146,39 @@ cdef class CTopology:
                              f"needs {hpclab_topo_points(&self.t)} (local + 2 per dimension)")
         with nogil:
             hpclab_halo_exchange(&self.t, &field[0])
+
+    def block_of(self, int rank):
+        """(offset, count) per dimension of the block of ``rank``."""
+        cdef long offset[3]
+        cdef long count[3]
+        cdef int k
+        if not self.alive:
+            raise ValueError("this topology was freed")
+        if not 0 <= rank < self.t.size:
+            raise ValueError(f"rank {rank} is not in a grid of {self.t.size} ranks")
+        hpclab_topo_block_of(&self.t, rank, offset, count)
+        return (tuple(offset[k] for k in range(self.t.ndims)),
+                tuple(count[k] for k in range(self.t.ndims)))
+
+    def blocks(self, int root, double[::1] glob, double[::1] local not None, bint out):
+        """hpclab_topo_scatter (out) or hpclab_topo_gather; glob is used on root only."""
+        cdef double *g = NULL
+        cdef double dummy = 0
+        cdef double *l = &dummy
+        cdef int rc
+        if not self.alive:
+            raise ValueError("this topology was freed")
+        if glob is not None and glob.shape[0]:
+            g = &glob[0]
+        if local.shape[0]:
+            l = &local[0]
+        with nogil:
+            if out:
+                rc = hpclab_topo_scatter(&self.t, root, g, l)
+            else:
+                rc = hpclab_topo_gather(&self.t, root, l, g)
+        if rc:
+            raise MemoryError("the root rank cannot allocate its requests")
 
     def free(self):
         """Free the Cartesian communicator and the face datatypes (collective)."""

@@ -5,6 +5,7 @@
 #include "hpclab_topo.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void hpclab_block_range(long n, int parts, int index, long *offset, long *count)
@@ -142,4 +143,86 @@ void hpclab_halo_exchange(const hpclab_topo *t, double *field)
 
     hpclab_halo_start(t, field, req);
     hpclab_halo_finish(req);
+}
+
+void hpclab_topo_block_of(const hpclab_topo *t, int rank, long *offset, long *count)
+{
+    int coords[HPCLAB_TOPO_MAXDIMS];
+
+    MPI_Cart_coords(t->cart, rank, t->ndims, coords);
+    for (int d = 0; d < t->ndims; d++)
+        hpclab_block_range(t->global[d], t->dims[d], coords[d], &offset[d], &count[d]);
+}
+
+/* The subarray datatype of rank r's block inside the global array (committed). */
+static void block_type(const hpclab_topo *t, int r, MPI_Datatype *type)
+{
+    long offset[HPCLAB_TOPO_MAXDIMS], count[HPCLAB_TOPO_MAXDIMS];
+    int sizes[HPCLAB_TOPO_MAXDIMS], sub[HPCLAB_TOPO_MAXDIMS], starts[HPCLAB_TOPO_MAXDIMS];
+
+    hpclab_topo_block_of(t, r, offset, count);
+    for (int d = 0; d < t->ndims; d++) {
+        sizes[d] = (int)t->global[d];
+        sub[d] = (int)count[d];
+        starts[d] = (int)offset[d];
+    }
+    MPI_Type_create_subarray(t->ndims, sizes, sub, starts, MPI_ORDER_C, MPI_DOUBLE, type);
+    MPI_Type_commit(type);
+}
+
+static int local_count(const hpclab_topo *t)
+{
+    long n = 1;
+
+    for (int d = 0; d < t->ndims; d++)
+        n *= t->local[d];
+    return (int)n;
+}
+
+#define HPCLAB_TAG_BLOCK 77
+
+static int blocks(const hpclab_topo *t, int root, double *global, double *local, int out)
+{
+    MPI_Request mine, *req = NULL;
+    int n = local_count(t), failed = 0;
+
+    if (t->rank == root) {
+        req = malloc((size_t)t->size * sizeof *req);
+        failed = req == NULL;
+    }
+    MPI_Bcast(&failed, 1, MPI_INT, root, t->cart);
+    if (failed)
+        return 1;
+    if (out)
+        MPI_Irecv(local, n, MPI_DOUBLE, root, HPCLAB_TAG_BLOCK, t->cart, &mine);
+    if (t->rank == root) {
+        for (int r = 0; r < t->size; r++) {
+            MPI_Datatype type;
+
+            block_type(t, r, &type);
+            if (out)
+                MPI_Isend(global, 1, type, r, HPCLAB_TAG_BLOCK, t->cart, &req[r]);
+            else
+                MPI_Irecv(global, 1, type, r, HPCLAB_TAG_BLOCK, t->cart, &req[r]);
+            MPI_Type_free(&type); /* freed when the message is done */
+        }
+    }
+    if (!out)
+        MPI_Isend(local, n, MPI_DOUBLE, root, HPCLAB_TAG_BLOCK, t->cart, &mine);
+    if (t->rank == root) {
+        MPI_Waitall(t->size, req, MPI_STATUSES_IGNORE);
+        free(req);
+    }
+    MPI_Wait(&mine, MPI_STATUS_IGNORE);
+    return 0;
+}
+
+int hpclab_topo_scatter(const hpclab_topo *t, int root, const double *global, double *local)
+{
+    return blocks(t, root, (double *)global, local, 1);
+}
+
+int hpclab_topo_gather(const hpclab_topo *t, int root, const double *local, double *global)
+{
+    return blocks(t, root, global, (double *)local, 0);
 }

@@ -66,6 +66,18 @@ int hpclab_topo_create(MPI_Comm comm, int ndims, const long *global, const int *
                        const int *periods, hpclab_topo *t, char *errmsg, size_t errlen);
 void hpclab_topo_free(hpclab_topo *t);
 
+/* The block of rank `rank` of t->cart: its first global index and extent per dimension. */
+void hpclab_topo_block_of(const hpclab_topo *t, int rank, long *offset, long *count);
+
+/* Distribute a global array of t->global extents (C order, no halo) held by `root`:
+ * every rank receives its block, contiguous, in `local` (the product of t->local
+ * doubles). On root each block is described by an MPI subarray datatype of the global
+ * array, so the decomposition decides what each rank receives, with no pack loop;
+ * point-to-point messages, every receive posted before any send. gather is the
+ * reverse. Returns 0, or 1 when root cannot allocate its requests. Collective. */
+int hpclab_topo_scatter(const hpclab_topo *t, int root, const double *global, double *local);
+int hpclab_topo_gather(const hpclab_topo *t, int root, const double *local, double *global);
+
 /* Doubles in this rank's array, halo included. */
 size_t hpclab_topo_points(const hpclab_topo *t);
 
