@@ -352,6 +352,26 @@ def roofline(roofs, kernels=None, ax=None, title=None, intensity=(1e-2, 1e2)):
 
 
 @_styled
+def stacked(table, ax=None, xlabel="", ylabel="", title=None, scale=1.0, labels=None):
+    """Stacked bars: one bar per row of ``table`` (index on x), one segment per column
+    (the phases of a program, say); ``labels`` renames the columns for the legend."""
+    ax = _ax(ax)
+    bottom = np.zeros(len(table))
+    x = np.arange(len(table))
+    for i, col in enumerate(table.columns):
+        label = (labels or {}).get(col, col)
+        _, color, _, _ = style(label, i)
+        values = table[col].to_numpy(float) * scale
+        ax.bar(x, values, bottom=bottom, color=color, label=label, width=0.6)
+        bottom += values
+    ax.set_xticks(x)
+    ax.set_xticklabels([str(v) for v in table.index])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    return _finish(ax, title)
+
+
+@_styled
 def ring_diagram(P=6, ax=None):
     """A ring of P ranks with the two messages of one step (a picture, no data)."""
     ax = _ax(ax, 4.2)

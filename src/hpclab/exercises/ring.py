@@ -11,13 +11,11 @@ def _ring_on_rank(ring_func, nprocs, repeats):
     from mpi4py import MPI
 
     from hpclab.kernels import ring
+    from hpclab.kernels.api import first_ranks
 
-    world = MPI.COMM_WORLD
-    inside = world.Get_rank() < nprocs
-    sub = world.Split(0 if inside else MPI.UNDEFINED, world.Get_rank())
-    if not inside:
-        return None
-    try:
+    with first_ranks(MPI.COMM_WORLD, nprocs) as sub:
+        if sub is None:
+            return None
         rank, size = sub.Get_rank(), sub.Get_size()
         want = (ring.expected(rank, size, 0), ring.expected(rank, size, 1))
         got = ring_func(sub)
@@ -28,8 +26,6 @@ def _ring_on_rank(ring_func, nprocs, repeats):
         elapsed = (time.perf_counter() - t0) / max(repeats, 1)
         got = tuple(int(v) for v in got) if got is not None else None
         return {"rank": rank, "got": got, "want": want, "time": elapsed}
-    finally:
-        sub.Free()
 
 
 def ring_check(engines, ring_func, nprocs, repeats=20, timeout=60):

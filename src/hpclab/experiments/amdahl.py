@@ -1,0 +1,584 @@
+"""Amdahl experiment: the phases of the matrix addition against the number of ranks P.
+
+Four sweeps, one list of tasks (``kind`` column):
+
+``strong``     the profile's shapes on P = 1 .. cores, every distribution, C; the other
+               implementations at the first shape and the profile's ``compare``
+               distributions;
+``weak``       the first extent grows with P (the profile's ``weak`` shape times P), no
+               topology, C, each grown shape also on one rank (for Gustafson's scaled
+               speed-up);
+``synthetic``  :func:`hpclab.kernels.amdahl.synthetic` with the profile's known serial
+               fraction on P = 1 .. ``procs`` ranks; it sleeps, so P may exceed the cores
+               and the rows say ``oversubscribed``.
+
+Records: one row per repetition and phase (metrics ``create, distribute, add, collect,
+total``; ``serial, parallel, total`` for the synthetic program) with columns ``kind,
+distribution, nx, ny, nz, shape, hugepages, oversubscribed`` (and ``serial_fraction,
+work, jitter`` for the synthetic one).
+"""
+from __future__ import annotations
+
+import sys
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from hpclab import launch, models, profiles, records
+from hpclab.experiments import in_job, on_engines
+from hpclab.kernels import registry
+
+NAME = "amdahl"
+KERNEL = registry.get(NAME)
+NPROCS = KERNEL.procs("default_procs")
+IMPLS = KERNEL.implementations
+DISTRIBUTIONS = KERNEL.param("distribution").choices
+SERIAL_PHASES = ("create", "distribute", "collect")
+KINDS = ("strong", "weak", "synthetic")
+
+
+def shape_name(nx, ny, nz):
+    return f"{nx}x{ny}x{nz}"
+
+
+def tasks(profile=None, impls=IMPLS, hugepages=False, max_procs=None, kinds=KINDS):
+    """The measurements a profile asks for, in the order they run."""
+    settings = profiles.get(NAME, profile)
+    unknown = (set(impls) - set(IMPLS)) | (set(kinds) - set(KINDS))
+    if unknown or not impls:
+        raise ValueError(f"unknown amdahl implementation(s) or kind(s) {sorted(unknown)}: "
+                         f"implementations {', '.join(IMPLS)}; kinds {', '.join(KINDS)}")
+    max_procs = max_procs or NPROCS
+    reps, out = settings["repetitions"], []
+
+    def task(kind, impl, nprocs, distribution, shape):
+        return {"kind": kind, "impl": impl, "nprocs": nprocs, "distribution": distribution,
+                "nx": int(shape[0]), "ny": int(shape[1]), "nz": int(shape[2]),
+                "repetitions": reps, "hugepages": bool(hugepages)}
+
+    for nprocs in range(1, max_procs + 1):
+        if "strong" in kinds:
+            for shape in settings["shapes"]:
+                for distribution in DISTRIBUTIONS:
+                    if "c" in impls:
+                        out.append(task("strong", "c", nprocs, distribution, shape))
+            for distribution in settings["compare"]:
+                for impl in impls:
+                    if impl != "c":
+                        out.append(task("strong", impl, nprocs, distribution,
+                                        settings["shapes"][0]))
+        if "weak" in kinds and "c" in impls:
+            nx, ny, nz = settings["weak"]
+            for ranks in sorted({1, nprocs}):
+                out.append(task("weak", "c", ranks, "none", (nx * nprocs, ny, nz)))
+    if "synthetic" in kinds:
+        syn = settings["synthetic"]
+        for nprocs in range(1, max(syn["procs"], max_procs) + 1):
+            out.append({"kind": "synthetic", "impl": "synthetic", "nprocs": nprocs,
+                        "serial_fraction": syn["s"], "work": syn["work"],
+                        "jitter": syn["jitter"], "seed": syn["seed"],
+                        "repetitions": syn["repetitions"]})
+    return out
+
+
+def measure(kind, impl, nprocs, repetitions, distribution=None, nx=None, ny=None, nz=None,
+            hugepages=False, serial_fraction=None, work=None, jitter=None, seed=0, comm=None):
+    """One measurement on the first nprocs ranks; the records, on rank 0 only."""
+    from mpi4py import MPI
+
+    from hpclab.kernels import amdahl
+
+    from hpclab.kernels.api import first_ranks
+
+    with first_ranks(comm or MPI.COMM_WORLD, nprocs) as sub:
+        if sub is None:
+            return []
+        over = nprocs > launch.usable_cores()
+        if kind == "synthetic":
+            times = amdahl.synthetic(sub, serial_fraction, work, repetitions, jitter, seed)
+            params = {"kind": kind, "serial_fraction": serial_fraction, "work": work,
+                      "jitter": jitter, "oversubscribed": over}
+            rows = []
+            for metric, values in zip(amdahl.SYNTHETIC_METRICS, times):
+                rows += records.rows(NAME, NAME, impl, nprocs, 1, params, values, metric, "s")
+        else:
+            times = amdahl.RUNNERS[impl](sub, distribution, nx, ny, nz,
+                                         repetitions=repetitions, hugepages=hugepages)
+            params = {"kind": kind, "distribution": distribution, "nx": nx, "ny": ny,
+                      "nz": nz, "shape": shape_name(nx, ny, nz),
+                      "hugepages": bool(hugepages), "oversubscribed": over}
+            rows = records.timings(KERNEL, impl, nprocs, 1, params, times)
+        return rows if sub.Get_rank() == 0 else []
+
+
+def _describe(task):
+    if task["kind"] == "synthetic":
+        return f"synthetic P={task['nprocs']}"
+    return (f"{task['kind']} {task['impl']} {task['distribution']} P={task['nprocs']} "
+            f"{shape_name(task['nx'], task['ny'], task['nz'])}")
+
+
+def _extra(impls, hugepages):
+    return {"implementations": list(impls), "hugepages": bool(hugepages)}
+
+
+def run(profile=None, impls=IMPLS, n=None, hugepages=False, mpi_args=(), progress=True,
+        engines=None, timeout=None, kinds=KINDS):
+    """Measure on MPI engines: the matrix program on P = 1 .. cores, the synthetic
+    program on up to ``max(cores, procs)`` sleeping ranks. Returns a
+    :class:`hpclab.records.Run`."""
+    cores = launch.usable_cores()
+    syn = profiles.get(NAME, profile)["synthetic"]["procs"] if "synthetic" in kinds else 0
+    n = n or (engines.n if engines is not None else max(NPROCS, syn))
+    todo = tasks(profile, impls, hugepages, min(n, cores), kinds)
+    todo = [t for t in todo if t["nprocs"] <= n]
+    timeout = timeout or profiles.timeout(NAME, profile)
+    owned = engines is None
+    if owned:
+        # more engines than cores only for the sleeping program; the matrix program runs on
+        # P <= cores of them while the others wait outside MPI, idle
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", launch.OversubscriptionWarning)
+            engines = launch.cluster(n=n, timeout=timeout, mpi_args=mpi_args,
+                                     what=NAME).start()
+    try:
+        return on_engines(sys.modules[__name__], todo, profile=profile, n=n, engines=engines,
+                          timeout=timeout, mpi_args=mpi_args, progress=progress,
+                          describe=_describe, extra=_extra(impls, hugepages))
+    finally:
+        if owned:
+            engines.stop()
+
+
+def run_mpi(comm=None, profile=None, impls=IMPLS, hugepages=False, progress=True,
+            kinds=KINDS):
+    """The same sweeps in this MPI job, P = 1 .. its size; records on rank 0."""
+    from mpi4py import MPI
+
+    comm = comm or MPI.COMM_WORLD
+    todo = [t for t in tasks(profile, impls, hugepages, comm.Get_size(), kinds)
+            if t["nprocs"] <= comm.Get_size()]
+    return in_job(sys.modules[__name__], todo, comm=comm, profile=profile, progress=progress,
+                  extra=_extra(impls, hugepages))
+
+
+def check(upto=4, profile=None, mpi_args=(), timeout=None, progress=False):
+    """Every implementation and distribution on 1 .. upto ranks under mpiexec (the
+    chapter's part of ``python -m hpclab check amdahl``)."""
+    from hpclab import check as checker
+
+    return checker.run(NAME, upto=upto, profile=profile, mpi_args=mpi_args, timeout=timeout,
+                       progress=progress)
+
+
+# ----------------------------------------------------------------------------- analysis
+
+def phases(df, kind="strong"):
+    """Median, best and worst seconds per implementation, distribution, shape, P and
+    phase."""
+    t = records.table(df)
+    t = t[(t["kind"] == kind) & (t["impl"] != "synthetic")]
+    g = t.groupby(["impl", "distribution", "shape", "nprocs", "metric"])["value"]
+    return g.agg(median="median", best="min", worst="max", reps="count").reset_index()
+
+
+def _reps(df, kind, impl, distribution, shape, nprocs):
+    t = records.table(df)
+    t = t[(t["kind"] == kind) & (t["impl"] == impl) & (t["distribution"] == distribution)
+          & (t["shape"] == shape) & (t["nprocs"] == nprocs)]
+    if t.empty:
+        raise ValueError(f"no {kind} records of {impl} {distribution} {shape} at P = {nprocs}")
+    return t.pivot_table(index=["run", "rep"], columns="metric", values="value")
+
+
+def phase_runs(df, nprocs=1, impl="c", distribution="none", shape=None, kind="strong"):
+    """One row per run (repetition) with a column per phase, in seconds."""
+    return _reps(df, kind, impl, distribution, shape or first_shape(df), nprocs).reset_index(
+        drop=True)
+
+
+def first_shape(df):
+    t = records.table(df)
+    strong = t[t["kind"] == "strong"]
+    return str(strong["shape"].iloc[0])
+
+
+def serial_fraction(df, impl="c", distribution="none", shape=None, kind="strong", nprocs=1):
+    """s from the phase times: (create + distribute + collect) / total, per repetition at
+    P = nprocs; the mean with its 95% t-interval over the repetitions (none from one)."""
+    from scipy import stats
+
+    shape = shape or first_shape(df)
+    w = _reps(df, kind, impl, distribution, shape, nprocs)
+    s = (w[list(SERIAL_PHASES)].sum(axis=1) / w["total"]).to_numpy()
+    mean = float(s.mean())
+    if s.size < 2:
+        return {"s": mean, "low": np.nan, "high": np.nan, "reps": int(s.size)}
+    half = stats.t.ppf(0.975, s.size - 1) * s.std(ddof=1) / np.sqrt(s.size)
+    return {"s": mean, "low": mean - half, "high": mean + half, "reps": int(s.size)}
+
+
+def amdahl_speedup(s, nprocs):
+    """Amdahl's law S(P) = 1 / (s + (1 - s) / P)."""
+    return 1.0 / (s + (1.0 - s) / np.asarray(nprocs, dtype=float))
+
+
+def speedups(df, impl="c", distribution="none", shape=None, kind="strong", metric="total"):
+    """S(P) = T(1) / T(P) of the medians, with the 95% bootstrap interval of the ratio of
+    medians (over the repetitions), per P."""
+    from hpclab import stats
+
+    shape = shape or first_shape(df)
+    one = _reps(df, kind, impl, distribution, shape, 1)[metric].to_numpy()
+    t = records.table(df)
+    procs = sorted(t[(t["kind"] == kind) & (t["impl"] == impl)]["nprocs"].unique())
+    out = []
+    for p in procs:
+        tp = _reps(df, kind, impl, distribution, shape, p)[metric].to_numpy()
+        row = {"nprocs": int(p), "median": float(np.median(one) / np.median(tp)),
+               "best": np.nan, "worst": np.nan, "reps": int(tp.size)}
+        if one.size >= 2 and tp.size >= 2:
+            c = stats.compare(one, tp)
+            row["best"], row["worst"] = c.high, c.low
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def predicted(df, impl="c", distribution="none", shape=None):
+    """Amdahl's S(P) predicted from s measured at P = 1, before P > 1 is looked at:
+    (P values, {label: S}) with the interval of s as two more lines."""
+    s = serial_fraction(df, impl, distribution, shape)
+    t = records.table(df)
+    p = np.arange(1, int(t[t["kind"] == "strong"]["nprocs"].max()) + 1)
+    return s, p, amdahl_speedup(s["s"], p)
+
+
+def fit_s(points, what="speed-ups"):
+    """Amdahl's s fitted to speed-ups S(P) for P > 1 (P = 1 is S = 1 whatever s is, so it
+    carries nothing). Needs two such P at least (one degree of freedom), else a
+    :class:`hpclab.models.FitError` that says it would not be a fit."""
+    pts = points[points["nprocs"] > 1]
+    if pts["nprocs"].nunique() < 2:
+        raise models.FitError(
+            f"Amdahl's s from {what} at {pts['nprocs'].nunique()} rank count(s) above one is "
+            "not a fit: one parameter needs two informative points at least (a machine with "
+            "three or more cores)")
+    return models.fit(models.AMDAHL, pts["nprocs"].to_numpy(float),
+                      pts["median"].to_numpy(float))
+
+
+def synthetic_points(df):
+    """The synthetic program: one speed-up per repetition, T(1) (median) / T(P)."""
+    t = records.table(df)
+    t = t[(t["kind"] == "synthetic") & (t["metric"] == "total")]
+    if t.empty:
+        raise ValueError("no synthetic records")
+    one = float(t[t["nprocs"] == 1]["value"].median())
+    pts = t.assign(median=one / t["value"])[["nprocs", "rep", "median", "oversubscribed",
+                                             "serial_fraction"]]
+    return pts.reset_index(drop=True)
+
+
+def synthetic_fit(df):
+    """s fitted to every repetition's speed-up of the synthetic program (a Fit), and the s
+    it was given."""
+    pts = synthetic_points(df)
+    return fit_s(pts, "synthetic speed-ups"), float(pts["serial_fraction"].iloc[0])
+
+
+def gustafson(df, impl="c"):
+    """Weak scaling: the scaled speed-up T_1(P·n) / T_P(P·n) measured, beside Gustafson's
+    S = P - s_P (P - 1) with s_P the serial share of the run on P ranks."""
+    t = records.table(df)
+    w = t[(t["kind"] == "weak") & (t["impl"] == impl)]
+    out = []
+    for shape, g in w.groupby("shape"):
+        procs = sorted(g["nprocs"].unique())
+        p = int(max(procs))
+        one = _reps(df, "weak", impl, "none", shape, 1)
+        many = _reps(df, "weak", impl, "none", shape, p)
+        s_p = float((many[list(SERIAL_PHASES)].sum(axis=1) / many["total"]).mean())
+        out.append({"nprocs": p, "shape": shape,
+                    "scaled_speedup": float(one["total"].median() / many["total"].median()),
+                    "s_P": s_p, "gustafson": p - s_p * (p - 1)})
+    return pd.DataFrame(out).sort_values("nprocs").reset_index(drop=True)
+
+
+def addition_bandwidth(df, impl="c", distribution="none", shape=None,
+                       write_allocate=False):
+    """GB/s of the addition phase per P: the bytes every rank moves (24 per element, 32
+    with write-allocate) over the slowest rank's time."""
+    shape = shape or first_shape(df)
+    per = KERNEL.extra["bytes_per_element_write_allocate" if write_allocate
+                       else "bytes_per_element"]
+    ph = phases(df)
+    ph = ph[(ph["impl"] == impl) & (ph["distribution"] == distribution)
+            & (ph["shape"] == shape) & (ph["metric"] == "add")].copy()
+    n = np.prod([int(v) for v in shape.split("x")])
+    for c in ("median", "best", "worst"):
+        ph[c + "_gbs"] = per * n / ph[c] / 1e9
+    return ph[["nprocs", "median_gbs", "best_gbs", "worst_gbs"]].rename(
+        columns={"median_gbs": "median", "best_gbs": "best", "worst_gbs": "worst"})
+
+
+# ----------------------------------------------------------------------------- the chapter
+
+PHASE_LABELS = {"create": "create (rank 0)", "distribute": "distribute",
+                "add": "add (every rank)", "collect": "collect (rank 0)"}
+
+
+def phase_bars(df, impl="c", distribution="none", shape=None):
+    """Median seconds of each phase (columns) per P (rows), for a stacked bar figure."""
+    shape = shape or first_shape(df)
+    ph = phases(df)
+    ph = ph[(ph["impl"] == impl) & (ph["distribution"] == distribution)
+            & (ph["shape"] == shape) & (ph["metric"] != "total")]
+    return ph.pivot(index="nprocs", columns="metric", values="median")[list(PHASE_LABELS)]
+
+
+def stream_add(profile=None, procs=None):
+    """STREAM add bandwidth in GB/s per thread count (1 .. cores, close binding): from the
+    newest saved STREAM records, else measured now with STREAM's array size. Returns
+    ({threads: GB/s}, where it came from)."""
+    from hpclab.experiments import stream
+
+    saved = records.latest("stream")
+    if saved is not None:
+        saved_df, saved_meta = saved
+        s = stream.summary(saved_df)
+        s = s[(s["impl"] == "c") & (s["op"] == "add") & (s["bind"] == "close")
+              & (s["membind"] == s["cpunodebind"])]
+        if not s.empty:
+            return ({int(r.nthreads): float(r.best) for r in s.itertuples()},
+                    f"the STREAM records of {saved_meta['utc_time']}")
+    n = stream.array_elements("standard")
+    out = {}
+    for threads in range(1, (procs or NPROCS) + 1):
+        res = stream.run_threads("c", threads, "close", n, 6)
+        add = np.asarray(res["times"])[stream.KERNEL.metric_names.index("add")]
+        out[threads] = 24 * n / float(add.min()) / 1e9
+    return out, "STREAM add measured here (C, close binding, STREAM's array size)"
+
+
+def roofline_points(df, stream_gbs, impl="c", distribution="none", shape=None):
+    """The addition phase's bandwidth per P (24 and 32 bytes per element) beside STREAM
+    add with as many threads, and their ratio."""
+    b24 = addition_bandwidth(df, impl, distribution, shape)
+    b32 = addition_bandwidth(df, impl, distribution, shape, write_allocate=True)
+    out = b24.rename(columns={"median": "add_24", "best": "best_24", "worst": "worst_24"})
+    out["add_32"] = b32["median"].to_numpy()
+    out["stream_add"] = out["nprocs"].map(lambda p: stream_gbs.get(int(p), np.nan))
+    out["ratio"] = out["best_24"] / out["stream_add"]
+    return out.reset_index(drop=True)
+
+
+def topology_table(df, nprocs=None):
+    """Median total and distribution time in ms per shape and distribution at one P
+    (default the largest), C."""
+    ph = phases(df)
+    ph = ph[ph["impl"] == "c"]
+    nprocs = nprocs or int(ph["nprocs"].max())
+    ph = ph[(ph["nprocs"] == nprocs) & ph["metric"].isin(["distribute", "total"])]
+    t = ph.pivot_table(index="shape", columns=["metric", "distribution"], values="median")
+    t = (t * 1e3).round(1)
+    t.columns = [f"{m} {d} [ms]" for m, d in t.columns]
+    return t
+
+
+def topology_words(df, nprocs=None, metric="distribute"):
+    """Each topology's distribution time against no topology at one P, in the words its
+    bootstrap interval allows."""
+    from hpclab import stats
+
+    t = records.table(df)
+    t = t[(t["kind"] == "strong") & (t["impl"] == "c") & (t["metric"] == metric)]
+    nprocs = nprocs or int(t["nprocs"].max())
+    t = t[t["nprocs"] == nprocs]
+    out = {}
+    for shape, g in t.groupby("shape", sort=False):
+        base = g[g["distribution"] == "none"]["value"]
+        for d in DISTRIBUTIONS[1:]:
+            other = g[g["distribution"] == d]["value"]
+            if len(base) >= 2 and len(other) >= 2:
+                out[(shape, d)] = stats.compare(other, base, names=(f"the {d} grid",
+                                                                    "no topology"))
+    return out
+
+
+def process_grids(nprocs=(2, 4, 12, 24, 48)):
+    """The process grid MPI_Dims_create gives each distribution, and which of the report's
+    shapes then gets contiguous blocks."""
+    from hpclab.kernels.amdahl import process_grid
+
+    rows = []
+    for p in nprocs:
+        rows.append({"P": p, **{d: "x".join(map(str, process_grid(d, p)))
+                                for d in DISTRIBUTIONS[1:]}})
+    return pd.DataFrame(rows).set_index("P")
+
+
+def orfeo_table(topo):
+    """Report 001's Table 2 in ms, with the spread of each row."""
+    t = topo.pivot(index="matrix_shape", columns="topology", values="mean_runtime_s") * 1e3
+    t = t[["1D Cartesian", "2D Cartesian", "3D Cartesian", "none"]]
+    t["spread [ms]"] = t.max(axis=1) - t.min(axis=1)
+    t.columns = [c if c.endswith("]") else f"{c} [ms]" for c in t.columns]
+    return t.loc[["2400x100x100", "1200x200x100", "800x300x100"]].round(2)
+
+
+def orfeo_s(ref):
+    """The report's s, its range of P, and Amdahl's S at 12, 24 and 48 processes."""
+    row = ref[ref["quantity"] == "amdahl_serial_fraction_s"].iloc[0]
+    s = float(row["value"])
+    return {"s": s, "low": int(row["nprocs_low"]), "high": int(row["nprocs_high"]),
+            "ceiling": 1 / s, **{f"S{p}": float(amdahl_speedup(s, p)) for p in (12, 24, 48)},
+            **{f"E{p}": float(amdahl_speedup(s, p)) / p * 100 for p in (12, 24, 48)}}
+
+
+def _phase_words(df, shape, metric, impls, nprocs):
+    from hpclab import stats
+
+    a, b = (_reps(df, "strong", i, "none", shape, nprocs)[metric] for i in impls)
+    names = {"c": "C", "cython": "Cython", "python": "mpi4py + numpy"}
+    return stats.compare(a, b, names=tuple(f"the {names[i]} addition" for i in impls)).words()
+
+
+def _growth_words(df, shape, pmax):
+    from hpclab import stats
+
+    one = _reps(df, "strong", "c", "none", shape, 1)
+    many = _reps(df, "strong", "c", "none", shape, pmax)
+    comm = lambda w: w["distribute"] + w["collect"]  # noqa: E731
+    return stats.compare(comm(many), comm(one),
+                         names=(f"distributing and collecting on {pmax} ranks",
+                                "on one rank")).words()
+
+
+def numbers(run, roof, orfeo_topo, orfeo_ref):
+    """Every number the chapter's text quotes, computed (name -> value)."""
+    df = records.table(run)
+    shape = first_shape(df)
+    pmax = int(df[df["kind"] == "strong"]["nprocs"].max())
+    s = serial_fraction(df, shape=shape)
+    measured = speedups(df, shape=shape).set_index("nprocs")
+    one = phase_bars(df, shape=shape).loc[1]
+    syn_fit, syn_s = synthetic_fit(df)
+    syn_procs = int(df[df["kind"] == "synthetic"]["nprocs"].max())
+    try:
+        fit_s(speedups(df, shape=shape))
+        fit_note = "fitted below"
+    except models.FitError as exc:
+        fit_note = str(exc)
+    g = gustafson(df)
+    o = orfeo_s(orfeo_ref)
+    t2 = orfeo_table(orfeo_topo)
+    words = topology_words(df)
+    top = roof.iloc[-1]
+    impl_total = {i: phases(df)[(phases(df)["impl"] == i) & (phases(df)["metric"] == "total")
+                               & (phases(df)["nprocs"] == 1)
+                               & (phases(df)["distribution"] == "none")
+                               & (phases(df)["shape"] == shape)]["median"].iloc[0]
+                  for i in IMPLS}
+    ratio = float(top["ratio"])
+    if ratio >= 0.9:
+        roof_words = ("The parallel part runs as fast as the memory allows: there is nothing "
+                      "left to gain in it, and everything to gain in the serial part.")
+    else:
+        roof_words = ("The parallel part runs below what the memory allows here; even so, "
+                      "making it faster would leave the serial part untouched.")
+    if g["scaled_speedup"].iloc[-1] < 1.1:
+        g_words = "this program gains nothing from a larger problem either"
+    elif g["scaled_speedup"].iloc[-1] < 0.9 * g["gustafson"].iloc[-1]:
+        g_words = "this program gains less from a larger problem than Gustafson's law promises"
+    else:
+        g_words = "on this machine the grown problem scales as Gustafson's law says"
+    return {
+        "impl_add_words": _phase_words(df, shape, "add", ("python", "c"), 1),
+        "dist_growth_words": _growth_words(df, shape, pmax),
+        "roof_words": roof_words, "g_words": g_words,
+        "shape": shape, "pmax": pmax, "s": s["s"], "s_low": max(s["low"], 0.0),
+        "s_high": min(s["high"], 1.0), "s_reps": s["reps"],
+        "s_clipped": "clipped to 1, the largest s can be; " if s["high"] > 1 else "",
+        "create_share": one["create"] / one.sum() * 100,
+        "add_share": one["add"] / one.sum() * 100,
+        "pred_pmax": float(amdahl_speedup(s["s"], pmax)),
+        "meas_pmax": float(measured.loc[pmax, "median"]),
+        "meas_pmax_low": float(measured.loc[pmax, "worst"]),
+        "meas_pmax_high": float(measured.loc[pmax, "best"]),
+        "ceiling": 1 / s["s"], "fit_note": fit_note,
+        "syn_s": syn_s, "syn_fit": syn_fit["s"], "syn_low": syn_fit.ci95["s"][0],
+        "syn_high": syn_fit.ci95["s"][1], "syn_procs": syn_procs,
+        "syn_inside": "inside" if syn_fit.ci95["s"][0] <= syn_s <= syn_fit.ci95["s"][1]
+        else "outside",
+        "syn_points": syn_fit.npoints, "syn_dof": syn_fit.dof,
+        "g_p": int(g["nprocs"].iloc[-1]), "g_scaled": float(g["scaled_speedup"].iloc[-1]),
+        "g_law": float(g["gustafson"].iloc[-1]), "g_sp": float(g["s_P"].iloc[-1]),
+        "dist_3d_words": words[(shape, "3d")].words("distribution time")
+        if (shape, "3d") in words else "not measured",
+        "dist_2d_words": words[(shape, "2d")].words("distribution time")
+        if (shape, "2d") in words else "not measured",
+        "roof_p": int(top["nprocs"]), "roof_add": float(top["best_24"]),
+        "roof_stream": float(top["stream_add"]), "roof_ratio": float(top["ratio"]) * 100,
+        "roof_add32": float(top["add_32"]),
+        "py_create_ratio": impl_total["python"] / impl_total["c"],
+        "o_s": o["s"], "o_low": o["low"], "o_high": o["high"], "o_ceiling": o["ceiling"],
+        "o_S12": o["S12"], "o_S24": o["S24"], "o_S48": o["S48"], "o_E24": o["E24"],
+        "o_E48": o["E48"],
+        "o_spread_max": float(t2["spread [ms]"].max()),
+        "o_spread_share": float((t2["spread [ms]"] / t2.iloc[:, :4].mean(axis=1)).max() * 100),
+    }
+
+
+def speedup_points(df, shape=None):
+    """Measured S(P) of the C program (no topology) as :func:`hpclab.plots.scaling` draws it,
+    and Amdahl's prediction from s at P = 1 with the ends of its interval:
+    (points, P values, {label: S})."""
+    s, p, S = predicted(df, shape=shape)
+    pts = speedups(df, shape=shape).assign(series="measured (C, no topology)")
+    lines = {f"Amdahl, s = {s['s']:.2f} from P = 1": S}
+    if np.isfinite(s["low"]):
+        for end in (max(s["low"], 0.0), min(s["high"], 1.0)):
+            lines[f"s = {end:.2f} (end of its 95% interval)"] = amdahl_speedup(end, p)
+    return pts, p, lines
+
+
+def synthetic_plot_points(df):
+    """The synthetic program's speed-ups as a summary per P, and its fit."""
+    pts = synthetic_points(df)
+    g = pts.groupby("nprocs")["median"]
+    summary = g.agg(median="median", best="max", worst="min").reset_index()
+    fit, known = synthetic_fit(df)
+    return summary.assign(series=f"synthetic, s = {known:.2f} set"), {
+        f"synthetic, s = {known:.2f} set": fit}
+
+
+def gustafson_table(df):
+    """Weak scaling as the chapter shows it."""
+    g = gustafson(df)
+    return g.rename(columns={"nprocs": "P", "shape": "shape on P ranks",
+                             "scaled_speedup": "scaled speed-up measured",
+                             "s_P": "serial share at P",
+                             "gustafson": "Gustafson P − s_P(P − 1)"}).round(3).set_index("P")
+
+
+def roofline_table(roof):
+    """The addition's bandwidth per P beside STREAM add."""
+    t = roof[["nprocs", "best_24", "add_24", "add_32", "stream_add", "ratio"]].copy()
+    t["ratio"] = t["ratio"] * 100
+    return t.rename(columns={"nprocs": "P", "best_24": "add, best [GB/s]",
+                             "add_24": "add, median [GB/s]",
+                             "add_32": "median with write-allocate [GB/s]",
+                             "stream_add": "STREAM add [GB/s]",
+                             "ratio": "best / STREAM [%]"}).round(1).set_index("P")
+
+
+def implementation_table(df, shape=None):
+    """Median phase times in ms of every implementation at P = 1 (no topology)."""
+    shape = shape or first_shape(df)
+    ph = phases(df)
+    ph = ph[(ph["nprocs"] == 1) & (ph["distribution"] == "none") & (ph["shape"] == shape)]
+    t = ph.pivot(index="impl", columns="metric", values="median")[list(PHASE_LABELS)
+                                                                    + ["total"]]
+    t.index = [{"c": "C", "cython": "Cython", "python": "mpi4py + numpy"}[i] for i in t.index]
+    return (t * 1e3).round(1).rename(columns=lambda c: f"{c} [ms]")

@@ -1,0 +1,95 @@
+"""The Amdahl experiment: CLI records with the phase metrics, the synthetic program's known s
+recovered inside the fitted interval, the measured s and its prediction, and bad input."""
+import sys
+
+import numpy as np
+import pytest
+
+from hpclab import launch, models, records, reference
+from hpclab.experiments import amdahl as exp
+
+
+@pytest.fixture(scope="module")
+def cli_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("amdahl")
+    r = launch.mpirun([sys.executable, "-m", "hpclab", "run", "amdahl", "--profile", "quick",
+                       "--out", str(out), "--quiet"], n=2, timeout=300, what="amdahl CLI")
+    csvs = list(out.glob("amdahl-*.csv"))
+    assert len(csvs) == 1, r.stdout + r.stderr
+    return records.load(csvs[0])
+
+
+def test_cli_writes_every_phase_for_every_distribution(cli_run):
+    df, meta = cli_run
+    strong = df[df["kind"] == "strong"]
+    assert set(strong["metric"]) == {"create", "distribute", "add", "collect", "total"}
+    assert set(strong["distribution"]) == set(exp.DISTRIBUTIONS)
+    assert set(strong["nprocs"]) == {1, 2} and set(strong["impl"]) == set(exp.IMPLS)
+    assert (strong["value"] > 0).all()
+    wide = strong.pivot_table(index=["impl", "distribution", "shape", "nprocs", "rep"],
+                              columns="metric", values="value")
+    np.testing.assert_allclose(wide[["create", "distribute", "add", "collect"]].sum(axis=1),
+                               wide["total"], rtol=1e-9)
+    weak = df[df["kind"] == "weak"]
+    assert set(weak["shape"]) == {"24x20x20", "48x20x20"}
+    assert meta["launcher"] == "mpiexec" and meta["profile"] == "quick"
+
+
+def test_serial_fraction_and_prediction_from_the_records(cli_run):
+    df, _ = cli_run
+    s = exp.serial_fraction(df)
+    assert 0 < s["s"] < 1 and s["reps"] == 2 and s["low"] <= s["s"] <= s["high"]
+    sp = exp.speedups(df)
+    assert list(sp["nprocs"]) == [1, 2] and np.isclose(sp["median"].iloc[0], 1.0)
+    _, p, lines = exp.speedup_points(df)
+    assert list(p) == [1, 2] and all(np.isclose(v[0], 1.0) for v in lines.values())
+    with pytest.raises(models.FitError, match="is not a fit"):
+        exp.fit_s(sp)  # one rank count above one: nothing to fit
+    g = exp.gustafson(df)
+    assert list(g["nprocs"]) == [1, 2] and (g["scaled_speedup"] > 0).all()
+
+
+def test_amdahl_law_and_its_fit_on_synthetic_curves():
+    p = np.arange(1, 9, dtype=float)
+    exact = exp.amdahl_speedup(0.25, p)
+    assert np.isclose(exact[0], 1.0) and np.isclose(exact[-1], 1 / (0.25 + 0.75 / 8))
+    import pandas as pd
+
+    pts = pd.DataFrame({"nprocs": p, "median": exact * (1 + 0.01 * np.sin(p))})
+    f = exp.fit_s(pts)
+    lo, hi = f.ci95["s"]
+    assert lo <= 0.25 <= hi and f.npoints == 7  # P = 1 carries nothing and is left out
+
+
+@pytest.fixture(scope="module")
+def synthetic_run():
+    return exp.run(profile="quick", kinds=("synthetic",), progress=False)
+
+
+def test_the_synthetic_programs_known_s_lies_inside_the_fitted_interval(synthetic_run):
+    df, meta = synthetic_run
+    assert set(df["nprocs"]) == {1, 2, 3, 4} and meta["nprocs"] == 4
+    assert df.loc[df["nprocs"] > launch.usable_cores(), "oversubscribed"].all()
+    fit, known = exp.synthetic_fit(df)
+    low, high = fit.ci95["s"]
+    assert known == 0.3 and low <= known <= high, (fit["s"], low, high)
+    assert high - low < 0.1, "an interval that wide says nothing"
+    assert fit.dof >= 3
+
+
+def test_report_tables_are_the_reports():
+    t = exp.orfeo_table(reference.load("orfeo_matrix_topology"))
+    assert t.loc["2400x100x100", "none [ms]"] == pytest.approx(495.66, abs=0.01)
+    assert t.loc["1200x200x100", "spread [ms]"] == pytest.approx(497.4063 - 496.2343, abs=0.01)
+    o = exp.orfeo_s(reference.load("orfeo_amdahl"))
+    assert o["s"] == 0.78 and (o["low"], o["high"]) == (1, 12)
+    assert o["S24"] == pytest.approx(1 / (0.78 + 0.22 / 24))
+    grids = exp.process_grids()
+    assert grids.loc[48, "3d"] == "4x4x3" and grids.loc[2, "2d"] == "2x1x1"
+
+
+def test_unknown_kinds_and_implementations_are_refused():
+    with pytest.raises(ValueError, match="unknown amdahl implementation"):
+        exp.tasks("quick", impls=("fortran",))
+    with pytest.raises(ValueError, match="unknown amdahl implementation.*kind"):
+        exp.tasks("quick", kinds=("sideways",))
