@@ -38,7 +38,9 @@
 
 long hpclab_amdahl_fault_element = -1;
 
-double hpclab_amdahl_value(uint64_t seed, uint64_t i)
+/* static, so that the fill loop inlines it: an exported function of a shared library may
+ * be interposed at load time, and the compiler then calls it for every element */
+static inline double value(uint64_t seed, uint64_t i)
 {
     uint64_t z = seed * 0x9E3779B97F4A7C15ULL + i + 0x632BE59BD9B4E019ULL;
 
@@ -48,10 +50,15 @@ double hpclab_amdahl_value(uint64_t seed, uint64_t i)
     return (double)(z >> 11) * 0x1.0p-53;
 }
 
+double hpclab_amdahl_value(uint64_t seed, uint64_t i)
+{
+    return value(seed, i);
+}
+
 void hpclab_amdahl_fill(double *a, size_t n, uint64_t seed)
 {
     for (size_t i = 0; i < n; i++)
-        a[i] = hpclab_amdahl_value(seed, i);
+        a[i] = value(seed, i);
 }
 
 long hpclab_amdahl_first_wrong(const double *a, const double *b, const double *c, size_t n)
