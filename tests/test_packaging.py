@@ -32,6 +32,9 @@ def pyproject_deps():
 def conda_deps():
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     deps = [d for d in env["dependencies"] if isinstance(d, str)]
+    for d in env["dependencies"]:  # what conda-forge lacks comes from pip
+        if isinstance(d, dict):
+            deps += d.get("pip", [])
     return {_name(d): _spec(d) for d in deps if _name(d) not in CONDA_ONLY}
 
 
