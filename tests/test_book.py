@@ -45,19 +45,26 @@ def test_no_solution_or_hidden_test_text_in_the_build(book):
 
 def _code_and_prose(text):
     """(code lines, prose lines) of a page, blank lines not counted: the lines inside code
-    cells, and those outside any fenced block (front matter and the options of directives
-    such as literalinclude are neither)."""
+    cells, and those outside any fenced block (front matter, the options of directives
+    such as literalinclude and a cell's YAML options, its alt text say, are neither)."""
     body = text.split("---", 2)[2] if text.startswith("---") else text
     code = prose = 0
     fence = None  # None outside a block, else "code" or "other"
+    options = False  # inside a code cell's --- YAML options ---
+    first = False  # the line after a code cell's fence
     for line in body.splitlines():
         if line.startswith("```"):
             if fence is None:
                 fence = "code" if line.startswith("```{code-cell}") else "other"
+                first = fence == "code"
             elif line.strip() == "```":
                 fence = None
             continue
-        if not line.strip() or line.startswith(":"):
+        if fence == "code" and line.strip() == "---" and (first or options):
+            options, first = not options, False
+            continue
+        first = False
+        if options or not line.strip() or line.startswith(":"):
             continue
         if fence == "code":
             code += 1
