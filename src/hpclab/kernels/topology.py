@@ -186,7 +186,18 @@ class Topology:
         if self._c is not None:
             self._c.exchange(field.reshape(-1))
             return field
-        MPI = self._mpi
+        self._mpi.Request.Waitall(self.start_exchange(field))
+        return field
+
+    def start_exchange(self, field):
+        """Start the halo exchange of ``field`` and return its requests (wait for them with
+        ``MPI.Request.Waitall``), so that work can overlap the messages; the mpi4py
+        implementation only (the C kernels call ``hpclab_halo_start``/``_finish``)."""
+        if self._c is not None:
+            raise TypeError("start_exchange belongs to the mpi4py topology (impl='python'); "
+                            "C code calls hpclab_halo_start and hpclab_halo_finish")
+        if getattr(field, "shape", None) != self.shape:
+            raise ValueError(f"the field must have shape {self.shape} (local + 2 per dimension)")
         reqs = []
         for d, f in enumerate(self._faces):
             reqs.append(self.cart.Irecv([field, 1, f["recv_lo"]], self.lo[d], 2 * d + 1))
@@ -194,8 +205,7 @@ class Topology:
         for d, f in enumerate(self._faces):
             reqs.append(self.cart.Isend([field, 1, f["send_lo"]], self.lo[d], 2 * d))
             reqs.append(self.cart.Isend([field, 1, f["send_hi"]], self.hi[d], 2 * d + 1))
-        MPI.Request.Waitall(reqs)
-        return field
+        return reqs
 
     def gather(self, field, root=0):
         """The global interior on ``root`` (None elsewhere), from every rank's field."""

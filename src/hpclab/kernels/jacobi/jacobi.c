@@ -1,0 +1,257 @@
+/*
+ * NAME
+ *   jacobi.c - Jacobi sweeps of the 7-point stencil with a halo exchange (see jacobi.h).
+ *
+ * PURPOSE
+ *   The kernel of report 001, section 4: every sweep exchanges one halo layer of faces with
+ *   the neighbours of a 3D Cartesian decomposition (kernels/common/hpclab_topo.c: subarray
+ *   datatypes, non-blocking sends and receives) and updates every point from its six
+ *   neighbours. Compute and halo time are timed apart, so the model
+ *   P = L^3 N / (T_s + T_c) can be checked term by term.
+ *
+ * NOTES
+ *   Arrays hold (lx + 2) x (ly + 2) x (lz + 2) doubles in C order, one halo layer all
+ *   round; at the global boundary the halo holds u = 0 and is never written. One lattice
+ *   update reads u at seven points (six from cache when the planes fit) and f, and writes
+ *   unew: 24 bytes from memory per update, 32 with write-allocate.
+ */
+#include "jacobi.h"
+#include "hpclab_common.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+int hpclab_jacobi_fault = 0;
+
+#define IDX(t, i, j, k) ((((size_t)(i)) * (size_t)((t)->local[1] + 2) + (size_t)(j)) \
+                         * (size_t)((t)->local[2] + 2) + (size_t)(k))
+
+void hpclab_jacobi_dims(int decomposition, int *dims)
+{
+    for (int d = 0; d < 3; d++)
+        dims[d] = d <= decomposition ? 0 : 1;
+}
+
+void hpclab_jacobi_weights(const hpclab_topo *t, double *w, double *diag)
+{
+    *diag = 0;
+    for (int d = 0; d < 3; d++) {
+        double h = 1.0 / (double)(t->global[d] + 1);
+
+        w[d] = 1.0 / (h * h);
+        *diag += 2 * w[d];
+    }
+}
+
+/* u* at global index (g0, g1, g2); 0 outside the interior (the boundary) */
+static double ustar(const hpclab_topo *t, long g0, long g1, long g2)
+{
+    const long g[3] = {g0, g1, g2};
+    double v = 1;
+
+    for (int d = 0; d < 3; d++) {
+        if (g[d] < 0 || g[d] >= t->global[d])
+            return 0;
+        v *= sin(M_PI * (double)(g[d] + 1) / (double)(t->global[d] + 1));
+    }
+    return v;
+}
+
+void hpclab_jacobi_manufactured(const hpclab_topo *t, double *u, double *f)
+{
+    double w[3], diag;
+
+    hpclab_jacobi_weights(t, w, &diag);
+    memset(u, 0, hpclab_topo_points(t) * sizeof *u);
+    memset(f, 0, hpclab_topo_points(t) * sizeof *f);
+    for (long i = 1; i <= t->local[0]; i++)
+        for (long j = 1; j <= t->local[1]; j++)
+            for (long k = 1; k <= t->local[2]; k++) {
+                long a = t->offset[0] + i - 1, b = t->offset[1] + j - 1, c = t->offset[2] + k - 1;
+                double centre = ustar(t, a, b, c);
+
+                u[IDX(t, i, j, k)] = centre;
+                f[IDX(t, i, j, k)] = diag * centre
+                    - w[0] * (ustar(t, a - 1, b, c) + ustar(t, a + 1, b, c))
+                    - w[1] * (ustar(t, a, b - 1, c) + ustar(t, a, b + 1, c))
+                    - w[2] * (ustar(t, a, b, c - 1) + ustar(t, a, b, c + 1));
+            }
+}
+
+double hpclab_jacobi_error(const hpclab_topo *t, const double *u)
+{
+    double worst = 0;
+
+    for (long i = 1; i <= t->local[0]; i++)
+        for (long j = 1; j <= t->local[1]; j++)
+            for (long k = 1; k <= t->local[2]; k++) {
+                double e = fabs(u[IDX(t, i, j, k)] - ustar(t, t->offset[0] + i - 1,
+                                                          t->offset[1] + j - 1,
+                                                          t->offset[2] + k - 1));
+                worst = e > worst ? e : worst;
+            }
+    return worst;
+}
+
+/* unew = (sum of w * neighbours + f) / diag on the box [i0, i1] x [j0, j1] x [k0, k1] */
+static void update(const hpclab_topo *t, const double *restrict u, const double *restrict f,
+                   double *restrict unew, const double *w, double diag, long i0, long i1,
+                   long j0, long j1, long k0, long k1)
+{
+    const size_t sx = (size_t)(t->local[1] + 2) * (size_t)(t->local[2] + 2);
+    const size_t sy = (size_t)(t->local[2] + 2);
+    const double w0 = w[0], w1 = w[1], w2 = w[2], inv = 1.0 / diag;
+
+    for (long i = i0; i <= i1; i++)
+        for (long j = j0; j <= j1; j++) {
+            const size_t row = IDX(t, i, j, 0);
+
+            for (long k = k0; k <= k1; k++) {
+                const size_t c = row + (size_t)k;
+
+                unew[c] = (w0 * (u[c - sx] + u[c + sx]) + w1 * (u[c - sy] + u[c + sy])
+                           + w2 * (u[c - 1] + u[c + 1]) + f[c]) * inv;
+            }
+        }
+}
+
+/* the points next to a face of the block (they read the halo) */
+static void update_shell(const hpclab_topo *t, const double *u, const double *f, double *unew,
+                         const double *w, double diag)
+{
+    const long lx = t->local[0], ly = t->local[1], lz = t->local[2];
+
+    update(t, u, f, unew, w, diag, 1, 1, 1, ly, 1, lz);
+    update(t, u, f, unew, w, diag, lx, lx, 1, ly, 1, lz);
+    update(t, u, f, unew, w, diag, 2, lx - 1, 1, 1, 1, lz);
+    update(t, u, f, unew, w, diag, 2, lx - 1, ly, ly, 1, lz);
+    update(t, u, f, unew, w, diag, 2, lx - 1, 2, ly - 1, 1, 1);
+    update(t, u, f, unew, w, diag, 2, lx - 1, 2, ly - 1, lz, lz);
+}
+
+/* copy between a halo-layout field and a contiguous block of this rank's interior */
+static void interior(const hpclab_topo *t, double *field, double *block, int to_block)
+{
+    size_t n = 0;
+
+    for (long i = 1; i <= t->local[0]; i++)
+        for (long j = 1; j <= t->local[1]; j++) {
+            double *row = field + IDX(t, i, j, 1);
+
+            if (to_block)
+                memcpy(block + n, row, (size_t)t->local[2] * sizeof *row);
+            else
+                memcpy(row, block + n, (size_t)t->local[2] * sizeof *row);
+            n += (size_t)t->local[2];
+        }
+}
+
+int hpclab_jacobi(MPI_Comm comm, int decomposition, long nx, long ny, long nz, int overlap,
+                  int sweeps, int repetitions, const double *u0, double *uout, double *times,
+                  char *errmsg, size_t errlen)
+{
+    hpclab_topo t;
+    long global[3] = {nx, ny, nz};
+    int dims[3], given, failed = 0;
+    size_t points, nlocal;
+    double *u = NULL, *unew = NULL, *f = NULL, *block = NULL, w[3], diag;
+    char msg[HPCLAB_ERRLEN] = "";
+
+    if (decomposition < 0 || decomposition >= HPCLAB_JACOBI_NDECOMPOSITIONS || nx < 1
+        || ny < 1 || nz < 1 || sweeps < 1 || repetitions < 1) {
+        snprintf(errmsg, errlen, "bad arguments: decomposition=%d grid=%ldx%ldx%ld sweeps=%d "
+                 "repetitions=%d", decomposition, nx, ny, nz, sweeps, repetitions);
+        return 1;
+    }
+    hpclab_jacobi_dims(decomposition, dims);
+    if (hpclab_topo_create(comm, 3, global, dims, NULL, &t, errmsg, errlen))
+        return 1;
+    given = t.rank == 0 && u0 != NULL;
+    MPI_Bcast(&given, 1, MPI_INT, 0, t.cart);
+    points = hpclab_topo_points(&t);
+    nlocal = (size_t)t.local[0] * (size_t)t.local[1] * (size_t)t.local[2];
+    u = hpclab_alloc(points * sizeof *u, 0);
+    unew = hpclab_alloc(points * sizeof *unew, 0);
+    f = hpclab_alloc(points * sizeof *f, 0);
+    block = given ? hpclab_alloc(nlocal * sizeof *block, 0) : NULL;
+    if (!u || !unew || !f || (given && !block)) {
+        snprintf(msg, sizeof msg, "rank %d cannot allocate the fields of %zu points", t.rank,
+                 points);
+        failed = 1;
+    }
+    if (hpclab_fail_together(t.cart, failed, msg, sizeof msg))
+        goto done;
+    hpclab_jacobi_weights(&t, w, &diag);
+    hpclab_jacobi_manufactured(&t, u, f);
+    if (given) {
+        failed = hpclab_topo_scatter(&t, 0, u0, block);
+        interior(&t, u, block, 0);
+    }
+    memcpy(unew, u, points * sizeof *u); /* the halo of unew: the boundary's zeros */
+
+    for (int r = 0; r < repetitions && !failed; r++) {
+        double t0, local[3] = {0, 0, 0}, slowest[3];
+        const long lx = t.local[0], ly = t.local[1], lz = t.local[2];
+
+        MPI_Barrier(t.cart);
+        t0 = MPI_Wtime();
+        for (int s = 0; s < sweeps; s++) {
+            MPI_Request req[HPCLAB_HALO_REQUESTS];
+            double a = MPI_Wtime(), b, c, d;
+            double *swap;
+
+            hpclab_halo_start(&t, u, req);
+            b = MPI_Wtime();
+            if (overlap)
+                update(&t, u, f, unew, w, diag, 2, lx - 1, 2, ly - 1, 2, lz - 1);
+            c = MPI_Wtime();
+            hpclab_halo_finish(req);
+            if (hpclab_jacobi_fault && t.rank == t.size - 1)
+                u[IDX(&t, 0, 1, 1)] += 1.0;
+            d = MPI_Wtime();
+            if (overlap)
+                update_shell(&t, u, f, unew, w, diag);
+            else
+                update(&t, u, f, unew, w, diag, 1, lx, 1, ly, 1, lz);
+            local[0] += (c - b) + (MPI_Wtime() - d); /* compute */
+            local[1] += (b - a) + (d - c);           /* halo: start and wait */
+            swap = u;
+            u = unew;
+            unew = swap;
+        }
+        MPI_Barrier(t.cart);
+        local[2] = MPI_Wtime() - t0;
+        MPI_Allreduce(local, slowest, 3, MPI_DOUBLE, MPI_MAX, t.cart);
+        times[HPCLAB_JACOBI_SWEEP * repetitions + r] = slowest[2] / sweeps;
+        times[HPCLAB_JACOBI_COMPUTE * repetitions + r] = slowest[0] / sweeps;
+        times[HPCLAB_JACOBI_HALO * repetitions + r] = slowest[1] / sweeps;
+        times[HPCLAB_JACOBI_CUT * repetitions + r] = t.cut;
+        if (!given) {
+            double e = hpclab_jacobi_error(&t, u);
+
+            if (!(e <= 1e-10))
+                snprintf(msg, sizeof msg, "repetition %d, rank %d of %d: after %d sweeps the "
+                         "field is %.3g away from the solution it started at (a fixed point: "
+                         "a wrong halo or stencil)", r, t.rank, t.size, sweeps, e);
+        }
+        if (hpclab_fail_together(t.cart, msg[0] != 0, msg, sizeof msg))
+            failed = 1;
+    }
+    if (given && !failed) {
+        interior(&t, u, block, 1);
+        failed = hpclab_topo_gather(&t, 0, block, uout);
+    }
+
+done:
+    hpclab_free(u);
+    hpclab_free(unew);
+    hpclab_free(f);
+    hpclab_free(block);
+    hpclab_topo_free(&t);
+    if (failed || msg[0]) {
+        snprintf(errmsg, errlen, "%s", msg[0] ? msg : "rank 0 cannot allocate its requests");
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,65 @@
+/*
+ * NAME
+ *   jacobi.h - Jacobi sweeps of the 7-point stencil for -Laplace(u) = f on a 3D grid
+ *   decomposed over the ranks, with a halo exchange of the six faces per sweep.
+ */
+#ifndef HPCLAB_JACOBI_H
+#define HPCLAB_JACOBI_H
+
+#include <stddef.h>
+#include <mpi.h>
+
+#include "hpclab_topo.h"
+
+/* The process grid: slabs (P x 1 x 1), pencils (px x py x 1), cubes (px x py x pz). */
+enum hpclab_jacobi_decomposition {
+    HPCLAB_JACOBI_SLAB = 0,
+    HPCLAB_JACOBI_PENCIL = 1,
+    HPCLAB_JACOBI_CUBE = 2,
+    HPCLAB_JACOBI_NDECOMPOSITIONS = 3
+};
+
+/* What one repetition returns, in the order of the times array. */
+enum hpclab_jacobi_metric {
+    HPCLAB_JACOBI_SWEEP = 0,   /* seconds per sweep, wall clock between barriers */
+    HPCLAB_JACOBI_COMPUTE = 1, /* seconds per sweep updating points, the slowest rank's */
+    HPCLAB_JACOBI_HALO = 2,    /* seconds per sweep in the halo exchange, the slowest rank's */
+    HPCLAB_JACOBI_CUT = 3,     /* k: directions cut into more than one block */
+    HPCLAB_JACOBI_NMETRICS = 4
+};
+
+/*
+ * Run `repetitions` batches of `sweeps` Jacobi sweeps on a global grid of nx x ny x nz
+ * interior points (u = 0 on the boundary, spacing 1/(n+1) per dimension).
+ * overlap: 0 exchanges the halo, then updates every point; 1 starts the exchange,
+ * updates the points that need no halo, finishes the exchange, updates the rest.
+ *
+ * u0 == NULL: the field starts at the discrete solution u* = sin(pi x) sin(pi y) sin(pi z)
+ * with f = -Laplace_h(u*), a fixed point of the sweep; after every batch each rank checks
+ * that it still holds u* (a wrong halo or stencil moves it), and the run fails on every
+ * rank if not. u0 != NULL (on root 0 only, the global array, C order): the field starts
+ * there and uout (root only, may be NULL) receives it after the last sweep; no check.
+ *
+ * times[metric * repetitions + r]. Collective; 0, or non-zero on every rank with errmsg.
+ */
+int hpclab_jacobi(MPI_Comm comm, int decomposition, long nx, long ny, long nz, int overlap,
+                  int sweeps, int repetitions, const double *u0, double *uout, double *times,
+                  char *errmsg, size_t errlen);
+
+/* The process grid constraint of a decomposition: dims[3] for hpclab_topo_create. */
+void hpclab_jacobi_dims(int decomposition, int *dims);
+
+/* Fill this rank's u (with halo, zero) with u* and f with -Laplace_h(u*) (same layout). */
+void hpclab_jacobi_manufactured(const hpclab_topo *t, double *u, double *f);
+
+/* The largest |u - u*| over this rank's interior points (the shared answer check). */
+double hpclab_jacobi_error(const hpclab_topo *t, const double *u);
+
+/* The stencil's coefficients: w[d] = 1/h_d^2 and diag = 2 (w0 + w1 + w2). */
+void hpclab_jacobi_weights(const hpclab_topo *t, double *w, double *diag);
+
+/* Test hook: when non-zero, the last rank adds 1 to its halo point (0, 1, 1) after every
+ * exchange (a neighbour's value, or the boundary), so tests can prove it is caught. */
+extern int hpclab_jacobi_fault;
+
+#endif

@@ -1,0 +1,58 @@
+"""The Jacobi kernel under mpiexec -n 1, 2 and 4: the distributed sweeps equal a serial numpy
+sweep of the same global grid, from a field that is not a fixed point, for every
+implementation, decomposition and overlap; metrics; bad input refused on every rank."""
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+from hpclab.kernels import KernelError, jacobi
+
+COMM = MPI.COMM_WORLD
+SIZE = COMM.Get_size()
+
+
+@pytest.mark.parametrize("impl", jacobi.IMPLEMENTATIONS)
+@pytest.mark.parametrize("decomposition", jacobi.DECOMPOSITIONS)
+@pytest.mark.parametrize("overlap", [False, True])
+def test_distributed_sweeps_equal_a_serial_sweep(impl, decomposition, overlap):
+    shape = (9, 7, 5)  # no rank count from 2 to 4 divides every extent
+    u0 = np.random.default_rng(3).random(shape) if COMM.Get_rank() == 0 else None
+    got = jacobi.field(COMM, u0, impl=impl, decomposition=decomposition, overlap=overlap,
+                       sweeps=3)
+    if COMM.Get_rank() == 0:
+        want = jacobi.serial_sweeps(u0, sweeps=3)
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+        assert not np.allclose(want, u0), "the sweeps must change the field"
+    else:
+        assert got is None
+
+
+@pytest.mark.parametrize("impl", jacobi.IMPLEMENTATIONS)
+def test_metrics_of_a_run(impl):
+    t = jacobi.RUNNERS[impl](COMM, "cube", 10, 8, 6, sweeps=2, repetitions=2)
+    assert t.shape == (4, 2) and (t[:3] > 0).all()
+    grid = jacobi.process_grid("cube", SIZE)
+    assert (t[3] == sum(p > 1 for p in grid)).all(), "k: the directions cut"
+    assert np.array_equal(t, COMM.bcast(t, root=0))
+
+
+def test_bad_grids_are_refused_on_every_rank():
+    if SIZE > 1:
+        with pytest.raises(ValueError, match="every rank needs at least one point"):
+            jacobi.run_c(COMM, "slab", 1, 4, 4)
+    with pytest.raises(ValueError, match="unknown jacobi decomposition"):
+        jacobi.run_c(COMM, "sphere", 4, 4, 4)
+    with pytest.raises(ValueError, match="more than half of this machine's"):
+        jacobi.run_python(COMM, "cube", 100_000, 100_000, 1_000)
+
+
+def test_a_corrupted_halo_is_caught_on_every_rank():
+    from hpclab.kernels.jacobi import _jacobi
+
+    _jacobi._set_fault(1)
+    try:
+        for impl in jacobi.IMPLEMENTATIONS:
+            with pytest.raises(KernelError, match="fixed point"):
+                jacobi.RUNNERS[impl](COMM, "cube", 8, 6, 4, sweeps=2, repetitions=1)
+    finally:
+        _jacobi._set_fault(0)
