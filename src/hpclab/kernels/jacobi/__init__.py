@@ -86,13 +86,12 @@ def field(comm, u0, impl="c", decomposition="cube", overlap=False, sweeps=1):
         raise KernelError(f"jacobi ({impl}) failed: {exc}") from None
 
 
-def serial_sweeps(u0, sweeps=1):
-    """The same sweeps on one process with numpy: the reference for :func:`field`."""
-    shape = np.shape(u0)
+def serial_problem(shape):
+    """The global problem with its halo: (u*, f, w, diag) on arrays of shape + 2, u* and f
+    zero on the boundary; what every rank's block is cut from."""
     w = np.array([(n + 1.0) ** 2 for n in shape])
     diag = 2 * w.sum()
-    g = [np.arange(n) for n in shape]
-    axes = [np.sin(np.pi * (x + 1) / (n + 1)) for x, n in zip(g, shape)]
+    axes = [np.sin(np.pi * (np.arange(n) + 1) / (n + 1)) for n in shape]
     ustar = np.zeros(tuple(n + 2 for n in shape))
     ustar[1:-1, 1:-1, 1:-1] = axes[0][:, None, None] * axes[1][None, :, None] * axes[2]
     c = (slice(1, -1),) * 3
@@ -100,7 +99,14 @@ def serial_sweeps(u0, sweeps=1):
     f[c] = diag * ustar[c] - (w[0] * (ustar[:-2, 1:-1, 1:-1] + ustar[2:, 1:-1, 1:-1])
                               + w[1] * (ustar[1:-1, :-2, 1:-1] + ustar[1:-1, 2:, 1:-1])
                               + w[2] * (ustar[1:-1, 1:-1, :-2] + ustar[1:-1, 1:-1, 2:]))
-    u = np.zeros_like(ustar)
+    return ustar, f, w, diag
+
+
+def serial_sweeps(u0, sweeps=1):
+    """The same sweeps on one process with numpy: the reference for :func:`field`."""
+    _, f, w, diag = serial_problem(np.shape(u0))
+    c = (slice(1, -1),) * 3
+    u = np.zeros_like(f)
     u[c] = u0
     unew = u.copy()
     for _ in range(sweeps):
@@ -125,4 +131,4 @@ def inject_fault(comm):
 
 
 __all__ = ["run_c", "run_cython", "run_python", "RUNNERS", "IMPLEMENTATIONS", "DECOMPOSITIONS",
-           "KERNEL", "process_grid", "field", "serial_sweeps", "manufactured", "KernelError"]
+           "KERNEL", "process_grid", "field", "serial_sweeps", "serial_problem", "manufactured", "KernelError"]

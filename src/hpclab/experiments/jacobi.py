@@ -1,0 +1,326 @@
+"""Jacobi experiment: time per sweep against the number of ranks P, weak and strong.
+
+``weak``    L points per rank and dimension (the profile's ``weak``), the global grid
+            L times the process grid, every decomposition, C; the cube also with overlap;
+``strong``  a global N^3 grid (the profile's ``strong``), every decomposition, C, and the
+            other implementations at the first N (cubes).
+
+Records: one row per repetition and metric (``sweep, compute, halo`` in seconds per sweep,
+``cut`` = k) with columns ``kind, decomposition, overlap, nx, ny, nz, L, N, grid,
+oversubscribed``. The model of report 001, ``P(L, N) = L^3 N / (T_s + T_c)``, ``T_c =
+16 L^2 k / B + k λ``, is predicted from pieces measured elsewhere (:func:`predict`) before
+it is compared with these records.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pandas as pd
+
+from hpclab import launch, models, profiles, records
+from hpclab.experiments import in_job, on_engines
+from hpclab.kernels import registry
+
+NAME = "jacobi"
+KERNEL = registry.get(NAME)
+NPROCS = KERNEL.procs("default_procs")
+IMPLS = KERNEL.implementations
+DECOMPOSITIONS = KERNEL.param("decomposition").choices
+BYTES_PER_FACE_POINT = models.HALO_BYTES_PER_FACE_POINT  # 8 bytes each way
+
+
+def grid_of(decomposition, nprocs):
+    from hpclab.kernels.jacobi import process_grid
+
+    return process_grid(decomposition, nprocs)
+
+
+def tasks(profile=None, impls=IMPLS, max_procs=None):
+    """The measurements a profile asks for, in the order they run."""
+    settings = profiles.get(NAME, profile)
+    unknown = set(impls) - set(IMPLS)
+    if unknown or not impls:
+        raise ValueError(f"unknown jacobi implementation(s) {sorted(unknown)}: choose from "
+                         f"{', '.join(IMPLS)}")
+    max_procs = max_procs or NPROCS
+    base = {"sweeps": settings["sweeps"], "repetitions": settings["repetitions"]}
+    out = []
+    for nprocs in range(1, max_procs + 1):
+        for L in settings["weak"]:
+            for d in DECOMPOSITIONS:
+                dims = grid_of(d, nprocs)
+                for overlap in ((False, True) if d == "cube" else (False,)):
+                    if "c" in impls:
+                        out.append({"kind": "weak", "impl": "c", "nprocs": nprocs,
+                                    "decomposition": d, "overlap": overlap, "L": L, "N": 0,
+                                    "nx": L * dims[0], "ny": L * dims[1], "nz": L * dims[2],
+                                    **base})
+        for N in settings["strong"]:
+            for d in DECOMPOSITIONS:
+                for impl in impls:
+                    if impl == "c" or (N == settings["strong"][0] and d == "cube"):
+                        out.append({"kind": "strong", "impl": impl, "nprocs": nprocs,
+                                    "decomposition": d, "overlap": False, "L": 0, "N": N,
+                                    "nx": N, "ny": N, "nz": N, **base})
+    return out
+
+
+def measure(kind, impl, nprocs, decomposition, overlap, L, N, nx, ny, nz, sweeps, repetitions,
+            comm=None):
+    """One measurement on the first nprocs ranks; the records, on rank 0 only."""
+    from mpi4py import MPI
+
+    from hpclab.kernels import jacobi
+    from hpclab.kernels.api import first_ranks
+
+    with first_ranks(comm or MPI.COMM_WORLD, nprocs) as sub:
+        if sub is None:
+            return []
+        times = jacobi.RUNNERS[impl](sub, decomposition, nx, ny, nz, overlap=overlap,
+                                     sweeps=sweeps, repetitions=repetitions)
+        params = {"kind": kind, "decomposition": decomposition, "overlap": bool(overlap),
+                  "L": L, "N": N, "nx": nx, "ny": ny, "nz": nz,
+                  "grid": "x".join(map(str, grid_of(decomposition, nprocs))),
+                  "oversubscribed": nprocs > launch.usable_cores()}
+        rows = records.timings(KERNEL, impl, nprocs, 1, params, times)
+        return rows if sub.Get_rank() == 0 else []
+
+
+def _describe(task):
+    return (f"{task['kind']} {task['impl']} {task['decomposition']} P={task['nprocs']} "
+            f"{task['nx']}x{task['ny']}x{task['nz']}")
+
+
+def run(profile=None, impls=IMPLS, n=None, mpi_args=(), progress=True, engines=None,
+        timeout=None, hugepages=False):
+    """Measure on n MPI engines (default: the cores; P never exceeds the cores)."""
+    n = n or (engines.n if engines is not None else NPROCS)
+    todo = tasks(profile, impls, min(n, launch.usable_cores()))
+    return on_engines(sys.modules[__name__], todo, profile=profile, n=n, engines=engines,
+                      timeout=timeout, mpi_args=mpi_args, progress=progress,
+                      describe=_describe, extra={"implementations": list(impls)})
+
+
+def run_mpi(comm=None, profile=None, impls=IMPLS, hugepages=False, progress=True):
+    """The same sweeps in this MPI job, P = 1 .. its size; records on rank 0."""
+    from mpi4py import MPI
+
+    comm = comm or MPI.COMM_WORLD
+    return in_job(sys.modules[__name__], tasks(profile, impls, comm.Get_size()), comm=comm,
+                  profile=profile, progress=progress, extra={"implementations": list(impls)})
+
+
+# ----------------------------------------------------------------------------- analysis
+
+def summary(df):
+    """Median, best and worst per kind, implementation, decomposition, overlap, grid, P and
+    metric, with MLUP/s of the sweeps."""
+    t = records.table(df)
+    keys = ["kind", "impl", "decomposition", "overlap", "L", "N", "nx", "ny", "nz", "grid",
+            "nprocs", "metric"]
+    out = t.groupby(keys)["value"].agg(median="median", best="min", worst="max",
+                                       reps="count").reset_index()
+    out["points"] = out["nx"] * out["ny"] * out["nz"]
+    return out
+
+
+def wide(df):
+    """One row per measurement: median sweep, compute and halo seconds, k and MLUP/s."""
+    s = summary(df)
+    w = s.pivot_table(index=["kind", "impl", "decomposition", "overlap", "L", "N", "grid",
+                             "nprocs", "points"], columns="metric", values="median")
+    w = w.reset_index()
+    w["mlups"] = w["points"] / w["sweep"] / 1e6
+    w["halo_share"] = w["halo"] / (w["halo"] + w["compute"])
+    w["k"] = w["cut"].astype(int)
+    return w
+
+
+def pingpong_model(profile=None, engines=None):
+    """(λ in s, B in B/s, where they came from): Hockney fitted to the newest PingPong
+    records of the C kernel, else to a PingPong measured now."""
+    from hpclab.experiments import pingpong
+
+    saved = records.latest("pingpong")
+    if saved is not None:
+        df, meta = saved
+        source = f"the PingPong records of {meta['utc_time']}"
+    else:
+        df, meta = pingpong.run(profile=profile or "quick", impls=("c",), engines=engines,
+                                progress=False)
+        source = "a PingPong measured here"
+    f = pingpong.fit(df, "c")["hockney"]
+    return max(f["lambda"], 0.0), f["B"], source
+
+
+def stream_bandwidth(procs=None):
+    """STREAM add per thread count in GB/s (see :func:`hpclab.experiments.amdahl.stream_add`)."""
+    from hpclab.experiments.amdahl import stream_add
+
+    return stream_add(procs=procs)
+
+
+def predict(df, lam, bandwidth, stream_gbs, bytes_per_update=None):
+    """The weak-scaling model before the measurement is looked at, per L, decomposition and
+    P: T_s from the one-rank compute time at that L (``from_run``) and from the roofline
+    (bytes per update over STREAM add with one thread, ``from_roof``), T_c = 16 L² k / B +
+    k λ with PingPong's λ and B; MLUP/s predicted both ways beside the measured."""
+    per = bytes_per_update or KERNEL.extra["bytes_per_update"]
+    w = wide(df)
+    w = w[(w["kind"] == "weak") & (w["impl"] == "c") & (~w["overlap"])].copy()
+    one = w[w["nprocs"] == 1].groupby("L")["compute"].median()
+    w["T_s"] = w["L"].map(one)
+    w["T_s_roof"] = per * w["L"] ** 3 / (stream_gbs[1] * 1e9)
+    w["T_c"] = BYTES_PER_FACE_POINT * w["L"] ** 2 * w["k"] / bandwidth + w["k"] * lam
+    cells = w["L"] ** 3 * w["nprocs"]
+    w["predicted"] = cells / (w["T_s"] + w["T_c"]) / 1e6
+    w["predicted_roof"] = cells / (w["T_s_roof"] + w["T_c"]) / 1e6
+    return w
+
+
+def halo_bandwidth(df, lam):
+    """B from the halo times: 16 L² k / (halo − k λ) for every weak run with a cut."""
+    w = wide(df)
+    w = w[(w["kind"] == "weak") & (w["impl"] == "c") & (w["k"] > 0) & (~w["overlap"])].copy()
+    w["B_halo"] = (BYTES_PER_FACE_POINT * w["L"] ** 2 * w["k"]
+                   / np.maximum(w["halo"] - w["k"] * lam, 1e-12))
+    return w
+
+
+def surface_to_volume(points=120, procs=(2, 4, 8, 12, 24, 48)):
+    """Halo doubles per interior point of the busiest rank, per decomposition, for a global
+    points³ grid: why a cube beats a slab as P grows."""
+    rows = []
+    for p in procs:
+        row = {"P": p}
+        for d in DECOMPOSITIONS:
+            dims = grid_of(d, p)
+            local = [-(-points // q) for q in dims]
+            faces = sum(2 * np.prod([local[j] for j in range(3) if j != i])
+                        for i in range(3) if dims[i] > 1)
+            row[d] = faces / np.prod(local)
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("P").round(4)
+
+
+def orfeo_table(t5):
+    """Report 001's Table 5 beside eq. (8) and the measured MLUP/s the last column implies."""
+    t = t5.copy()
+    t["c eq. (8) [MB]"] = 16 * t["L"] ** 2 * t["k"] / 1e6
+    t["measured (implied) [MLUP/s]"] = t["nprocs"] * t["P1_MLUPs"] / t["slowdown"]
+    t["model / measured"] = t["P_model_MLUPs"] / t["measured (implied) [MLUP/s]"]
+    return t
+
+
+def model_elsewhere(lam, bandwidth, t_update, L=1200, procs=(1, 4, 8, 12, 24, 48)):
+    """What the model says for report 001's L = 1200 with a given λ, B and time per update:
+    MLUP/s and the slow-down against N times one rank."""
+    rows = []
+    for p in procs:
+        dims = grid_of("cube", p)
+        k = sum(q > 1 for q in dims)
+        ts = L ** 3 * t_update
+        tc = BYTES_PER_FACE_POINT * L ** 2 * k / bandwidth + k * lam
+        rows.append({"P": p, "grid": "x".join(map(str, dims)), "k": k,
+                     "MLUP/s": L ** 3 * p / (ts + tc) / 1e6, "slow-down": (ts + tc) / ts})
+    return pd.DataFrame(rows).set_index("P")
+
+
+# ----------------------------------------------------------------------------- the chapter
+
+def mlups_points(df, kind="weak", size=None, impl="c", overlap=False):
+    """MLUP/s against P per decomposition (median, best, worst over the repetitions) as
+    :func:`hpclab.plots.scaling` draws it; size is L (weak) or N (strong), default the
+    first."""
+    s = summary(df)
+    s = s[(s["kind"] == kind) & (s["impl"] == impl) & (s["overlap"] == overlap)
+          & (s["metric"] == "sweep")]
+    col = "L" if kind == "weak" else "N"
+    size = size or int(s[col].min())
+    s = s[s[col] == size].copy()
+    for c, other in (("median", "median"), ("best", "best"), ("worst", "worst")):
+        s[c + "_m"] = s["points"] / s[other] / 1e6
+    out = s[["nprocs", "decomposition", "median_m", "best_m", "worst_m"]]
+    return out.rename(columns={"median_m": "median", "best_m": "best", "worst_m": "worst"})
+
+
+def prediction_table(pred):
+    """Predicted (from the one-rank run, and from the roofline) against measured MLUP/s."""
+    t = pred[["L", "decomposition", "nprocs", "k", "predicted", "predicted_roof", "mlups",
+              "halo_share"]].copy()
+    t["halo_share"] = t["halo_share"] * 100
+    t["measured / predicted"] = t["mlups"] / t["predicted"]
+    return t.rename(columns={"nprocs": "P", "predicted": "predicted [MLUP/s]",
+                             "predicted_roof": "from the roofline [MLUP/s]",
+                             "mlups": "measured [MLUP/s]", "halo_share": "halo [%]",
+                             "decomposition": "grid"}).round(2).set_index(["L", "grid", "P"])
+
+
+def implementation_table(df):
+    """MLUP/s of every implementation at the first strong size (cubes), per P."""
+    w = wide(df)
+    w = w[(w["kind"] == "strong") & (w["decomposition"] == "cube")]
+    w = w[w["N"] == w["N"].min()]
+    t = w.pivot_table(index="nprocs", columns="impl", values="mlups").round(1)
+    t.columns = [{"c": "C", "cython": "Cython", "python": "mpi4py + numpy"}[c] + " [MLUP/s]"
+                 for c in t.columns]
+    t.index.name = "P"
+    return t
+
+
+def numbers(run, lam, bandwidth, pp_source, stream_gbs, stream_source, t5, orfeo_pp):
+    """Every number the chapter's text quotes, computed (name -> value)."""
+    df = records.table(run)
+    pred = predict(df, lam, bandwidth, stream_gbs)
+    pmax = int(df["nprocs"].max())
+    big = pred[(pred["L"] == pred["L"].max()) & (pred["nprocs"] == pmax)]
+    cube = big[big["decomposition"] == "cube"].iloc[0]
+    halo = halo_bandwidth(df, lam)
+    halo_big = halo[(halo["L"] == halo["L"].max()) & (halo["nprocs"] == pmax)]
+    one = pred[(pred["nprocs"] == 1)]
+    L1 = one[one["L"] == one["L"].max()].iloc[0]
+    per = KERNEL.extra["bytes_per_update"]
+    o = orfeo_table(t5).set_index("nprocs")
+    ib = orfeo_pp[(orfeo_pp["transport"] == "UCX (InfiniBand)")
+                  & (orfeo_pp["placement"] == "internode")]
+    o_lam = float(ib[ib["quantity"] == "latency"]["value"].iloc[0]) * 1e-6
+    o_B = float(ib[ib["quantity"] == "asymptotic_bandwidth"]["value"].iloc[0]) * 1e6
+    tcp = orfeo_pp[(orfeo_pp["transport"] == "Ob1 TCP") & (orfeo_pp["placement"] == "internode")
+                   & (orfeo_pp["quantity"] == "latency")]
+    o_tcp = float(tcp["value"].iloc[0]) * 1e-6
+    t_upd = 1 / (float(t5["P1_MLUPs"].iloc[0]) * 1e6)
+    ib48 = model_elsewhere(o_lam, o_B, t_upd).loc[48]
+    tcp48 = model_elsewhere(o_tcp, o_B, t_upd).loc[48]
+    ratio = float(cube["mlups"] / cube["predicted"])
+    grids = {d: grid_of(d, pmax) for d in DECOMPOSITIONS}
+    if len(set(grids.values())) == 1:
+        grid_words = (f"a slab, a pencil and a cube are the same grid here "
+                      f"({'x'.join(map(str, grids['cube']))}), so the decompositions differ "
+                      "only from four ranks on")
+    else:
+        grid_words = ("the decompositions differ here, but one node cannot show what a "
+                      "network adds")
+    return {
+        "grid_words": grid_words,
+        "lam_us": lam * 1e6, "B_GBs": bandwidth / 1e9, "pp_source": pp_source,
+        "stream_source": stream_source, "stream1": stream_gbs[1],
+        "bytes_per_update": per, "pmax": pmax, "L_big": int(L1["L"]),
+        "roof_mlups": stream_gbs[1] * 1e9 / per / 1e6,
+        "one_mlups": float(L1["mlups"]),
+        "roof_share": float(L1["mlups"] / (stream_gbs[1] * 1e9 / per / 1e6)) * 100,
+        "cube_pred": float(cube["predicted"]), "cube_meas": float(cube["mlups"]),
+        "cube_ratio": ratio, "cube_halo": float(cube["halo_share"]) * 100,
+        "cube_k": int(cube["k"]),
+        "B_halo_GBs": float(halo_big["B_halo"].median()) / 1e9 if not halo_big.empty
+        else float("nan"),
+        "B_halo_vs_pp": float(halo_big["B_halo"].median()) / bandwidth if not halo_big.empty
+        else float("nan"),
+        "o_c48_pub": float(o.loc[48, "c_MB"]), "o_c48_eq8": float(o.loc[48, "c eq. (8) [MB]"]),
+        "o_meas48": float(o.loc[48, "measured (implied) [MLUP/s]"]),
+        "o_model48": float(o.loc[48, "P_model_MLUPs"]),
+        "o_over48": (float(o.loc[48, "model / measured"]) - 1) * 100,
+        "o_lam_us": o_lam * 1e6, "o_B_GBs": o_B / 1e9, "o_tcp_us": o_tcp * 1e6,
+        "ib48_mlups": float(ib48["MLUP/s"]), "ib48_slow": float(ib48["slow-down"]),
+        "tcp48_mlups": float(tcp48["MLUP/s"]), "tcp48_slow": float(tcp48["slow-down"]),
+    }

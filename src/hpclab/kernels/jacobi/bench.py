@@ -1,0 +1,89 @@
+"""Jacobi bench: the compute phase of C and Cython against the STREAM-derived roof.
+
+In every round, one mpiexec on P ranks (default: the cores, bound) runs the C and Cython
+sweeps (cubes, L^3 points per rank) and STREAM's add on every rank at once (one thread each),
+interleaved. The roof is STREAM add's bandwidth per rank over the bytes one lattice update
+moves: 24 (read u and f, write the new value) or 32 with write-allocate. Prints MLUP/s per rank
+of the compute phase and of the roofs as median over rounds [min-max], and the ratios.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from hpclab import launch, profiles, protocol
+
+TIMEOUT = profiles.timeout("jacobi", "full")
+
+
+def add_arguments(p):
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--ranks", type=int, default=None, help="default: the usable cores")
+    p.add_argument("--L", type=int, default=128, help="points per rank and dimension")
+    p.add_argument("--no-bind", action="store_true", help="do not bind ranks to cores")
+
+
+def _ours(L, sweeps=10):
+    """Runs under mpiexec: compute-phase MLUP/s per rank of C and Cython, and STREAM add's
+    GB/s per rank on arrays as large as one rank's field."""
+    from mpi4py import MPI
+
+    from hpclab.kernels import jacobi, stream
+
+    comm = MPI.COMM_WORLD
+    dims = jacobi.process_grid("cube", comm.Get_size())
+    out = {}
+    for impl in ("c", "cython"):
+        t = jacobi.RUNNERS[impl](comm, "cube", L * dims[0], L * dims[1], L * dims[2],
+                                 sweeps=sweeps, repetitions=5)
+        out[impl] = L**3 / float(np.min(t[1])) / 1e6
+    n = (L + 2) ** 3
+    t = stream.run_c(n=n, ntimes=6, threads=1, comm=comm)
+    out["stream_add"] = 24 * n / float(np.min(t[stream.KERNEL.metric_names.index("add")])) / 1e9
+    if comm.Get_rank() == 0:
+        protocol.emit(out)
+
+
+def run(args):
+    ranks = args.ranks or launch.usable_cores()
+    bind = [] if args.no_bind else launch.bind_to_core()
+    print(__doc__.split("\n\n", 1)[1])
+    print(f"ranks: {ranks}, binding: {' '.join(bind) or 'none'}; L = {args.L}; "
+          f"{args.rounds} rounds")
+    rounds = []
+    for r in range(args.rounds):
+        res = launch.mpirun([sys.executable, "-m", "hpclab.kernels.jacobi.bench", "_ours",
+                             str(args.L)], n=ranks, timeout=TIMEOUT, mpi_args=bind,
+                            what="jacobi sweeps against STREAM add")
+        rounds.append(protocol.last(res.stdout, "the jacobi bench"))
+        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
+    from hpclab.bench import spread, table
+
+    for o in rounds:
+        o["roof24"] = o["stream_add"] * 1e9 / 24 / 1e6
+        o["roof32"] = o["stream_add"] * 1e9 / 32 / 1e6
+    names = ("c", "cython", "roof24", "roof32")
+    table("Compute phase, MLUP/s per rank: median over rounds [min-max]",
+          [[spread([o[k] for o in rounds]) for k in names]], names, fmt="{:.0f}")
+    print(f"C / roof (24 B) = {np.median([o['c'] / o['roof24'] for o in rounds]):.3f}, "
+          f"C / roof (32 B) = {np.median([o['c'] / o['roof32'] for o in rounds]):.3f} "
+          f"(target >= 0.95); Cython / C = "
+          f"{np.median([o['cython'] / o['c'] for o in rounds]):.3f} (target >= 0.9)")
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "_ours":
+        _ours(int(argv[1]))
+        return 0
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m hpclab.kernels.jacobi.bench")
+    add_arguments(p)
+    run(p.parse_args(argv))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

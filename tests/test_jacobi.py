@@ -1,0 +1,66 @@
+"""The Jacobi experiment: CLI records with compute and halo metrics, the model predicted from
+PingPong and STREAM numbers, the halo bandwidth, and report 001's Table 5 read right."""
+import sys
+
+import numpy as np
+import pytest
+
+from hpclab import launch, records, reference
+from hpclab.experiments import jacobi as exp
+
+
+@pytest.fixture(scope="module")
+def cli_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("jacobi")
+    r = launch.mpirun([sys.executable, "-m", "hpclab", "run", "jacobi", "--profile", "quick",
+                       "--out", str(out), "--quiet"], n=2, timeout=300, what="jacobi CLI")
+    csvs = list(out.glob("jacobi-*.csv"))
+    assert len(csvs) == 1, r.stdout + r.stderr
+    return records.load(csvs[0])
+
+
+def test_cli_writes_compute_and_halo_for_every_decomposition(cli_run):
+    df, meta = cli_run
+    assert set(df["metric"]) == {"sweep", "compute", "halo", "cut"}
+    assert set(df["decomposition"]) == set(exp.DECOMPOSITIONS)
+    assert set(df["kind"]) == {"weak", "strong"} and set(df["nprocs"]) == {1, 2}
+    w = exp.wide(df)
+    assert (w.loc[w["nprocs"] == 1, "k"] == 0).all() and (w.loc[w["nprocs"] == 2, "k"] == 1).all()
+    assert (w["mlups"] > 0).all() and ((w["halo_share"] >= 0) & (w["halo_share"] <= 1)).all()
+    weak = w[w["kind"] == "weak"]
+    assert set(weak["points"]) == {12**3, 2 * 12**3}
+    assert meta["launcher"] == "mpiexec" and meta["profile"] == "quick"
+
+
+def test_the_model_is_predicted_from_the_pieces(cli_run):
+    df, _ = cli_run
+    lam, bandwidth, stream = 2e-6, 5e9, {1: 20.0, 2: 30.0}
+    p = exp.predict(df, lam, bandwidth, stream)
+    one = p[p["nprocs"] == 1]
+    np.testing.assert_allclose(one["predicted"], one["L"] ** 3 / one["T_s"] / 1e6)
+    two = p[p["nprocs"] == 2].iloc[0]
+    assert two["T_c"] == pytest.approx(16 * 12**2 / bandwidth + lam)
+    assert two["T_s_roof"] == pytest.approx(24 * 12**3 / 20e9)
+    b = exp.halo_bandwidth(df, lam)
+    assert (b["k"] == 1).all() and (b["B_halo"] > 0).all()
+
+
+def test_report_001_table_5_and_eq_8():
+    t = exp.orfeo_table(reference.load("orfeo_jacobi")).set_index("nprocs")
+    assert t.loc[48, "c eq. (8) [MB]"] == pytest.approx(1200**2 * 3 * 16 / 1e6)
+    assert t.loc[48, "c_MB"] == pytest.approx(1105.92)  # as printed: 16 L^2 N
+    assert t.loc[48, "measured (implied) [MLUP/s]"] == pytest.approx(48 * 113.45 / 1.0883)
+    m = exp.model_elsewhere(0.99e-6, 12162.93e6, 1 / 113.45e6)
+    assert m.loc[48, "grid"] == "4x4x3" and m.loc[48, "k"] == 3
+    assert 1 < m.loc[48, "slow-down"] < 1.001
+
+
+def test_a_cube_has_less_halo_than_a_slab_on_many_ranks():
+    s = exp.surface_to_volume()
+    assert (s.loc[48, "cube"] < s.loc[48, "pencil"] < s.loc[48, "slab"])
+    assert s.loc[2, "cube"] == s.loc[2, "slab"]
+
+
+def test_unknown_implementations_are_refused():
+    with pytest.raises(ValueError, match="unknown jacobi implementation"):
+        exp.tasks("quick", impls=("fortran",))
