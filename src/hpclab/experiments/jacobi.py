@@ -213,6 +213,18 @@ def orfeo_table(t5):
     return t
 
 
+def orfeo_display(t5):
+    """Table 5 as the chapter shows it: human column names, published precision."""
+    t = orfeo_table(t5)
+    t = t[["placement", "nprocs", "grid", "k", "c_MB", "c eq. (8) [MB]", "P_model_MLUPs",
+           "slowdown", "measured (implied) [MLUP/s]", "model / measured"]]
+    t = t.rename(columns={"nprocs": "N", "c_MB": "c published [MB]",
+                          "P_model_MLUPs": "model P(L, N) [MLUP/s]",
+                          "slowdown": "N·P1 / P (published)"})
+    return t.round({"measured (implied) [MLUP/s]": 1, "model / measured": 3}).set_index(
+        ["placement", "N"])
+
+
 def model_elsewhere(lam, bandwidth, t_update, L=1200, procs=(1, 4, 8, 12, 24, 48)):
     """What the model says for report 001's L = 1200 with a given λ, B and time per update:
     MLUP/s and the slow-down against N times one rank."""
