@@ -53,6 +53,22 @@ def table(title, rows, columns, fmt="{:.3f}"):
         print("".join(f"{c:>{w}}" for c, w in zip(r, widths)))
 
 
+def script(module, argv, ours):
+    """The entry point of a kernel's bench module: ``python -m <module> _ours ARGS`` runs
+    ``ours(*ARGS)`` (the measured part, under mpiexec); anything else is the bench itself,
+    with the module's ``add_arguments`` and ``run``."""
+    argv = sys.argv[1:] if argv is None else argv
+    mod = sys.modules[module]
+    if argv and argv[0] == "_ours":
+        ours(*argv[1:])
+        return 0
+    name = mod.__spec__.name if getattr(mod, "__spec__", None) else module  # not "__main__"
+    p = argparse.ArgumentParser(prog=f"python -m {name}")
+    mod.add_arguments(p)
+    mod.run(p.parse_args(argv))
+    return 0
+
+
 def main(argv=None):
     import mpi4py
 

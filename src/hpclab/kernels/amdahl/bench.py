@@ -73,16 +73,9 @@ def run(args):
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "_ours":
-        _ours(tuple(int(v) for v in argv[1].split("x")))
-        return 0
-    import argparse
+    from hpclab.bench import script
 
-    p = argparse.ArgumentParser(prog="python -m hpclab.kernels.amdahl.bench")
-    add_arguments(p)
-    run(p.parse_args(argv))
-    return 0
+    return script(__name__, argv, lambda shape: _ours(tuple(int(v) for v in shape.split("x"))))
 
 
 if __name__ == "__main__":

@@ -25,7 +25,8 @@ from hpclab.kernels.jacobi.declaration import DECOMPOSITIONS, KERNEL
 check_mpi_match()
 
 from . import _jacobi  # noqa: E402
-from ._python import run_python as _run_python, manufactured, sweep  # noqa: E402
+from ._python import manufactured, minus_laplacian, sweep  # noqa: E402
+from ._python import run_python as _run_python  # noqa: E402
 
 IMPLEMENTATIONS = KERNEL.implementations
 GRID_DIMS = {"slab": (0, 1, 1), "pencil": (0, 0, 1), "cube": (0, 0, 0)}
@@ -94,12 +95,7 @@ def serial_problem(shape):
     axes = [np.sin(np.pi * (np.arange(n) + 1) / (n + 1)) for n in shape]
     ustar = np.zeros(tuple(n + 2 for n in shape))
     ustar[1:-1, 1:-1, 1:-1] = axes[0][:, None, None] * axes[1][None, :, None] * axes[2]
-    c = (slice(1, -1),) * 3
-    f = np.zeros_like(ustar)
-    f[c] = diag * ustar[c] - (w[0] * (ustar[:-2, 1:-1, 1:-1] + ustar[2:, 1:-1, 1:-1])
-                              + w[1] * (ustar[1:-1, :-2, 1:-1] + ustar[1:-1, 2:, 1:-1])
-                              + w[2] * (ustar[1:-1, 1:-1, :-2] + ustar[1:-1, 1:-1, 2:]))
-    return ustar, f, w, diag
+    return ustar, minus_laplacian(ustar, w, diag), w, diag
 
 
 def serial_sweeps(u0, sweeps=1):

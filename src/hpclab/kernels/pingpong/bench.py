@@ -158,16 +158,10 @@ def run(args, impls=("c", "cython", "python")):
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "_ours":
-        _ours([int(s) for s in argv[1].split(",")], argv[2].split(","))
-        return 0
-    import argparse
+    from hpclab.bench import script
 
-    p = argparse.ArgumentParser(prog="python -m hpclab.kernels.pingpong.bench")
-    add_arguments(p)
-    run(p.parse_args(argv))
-    return 0
+    return script(__name__, argv, lambda sizes, impls: _ours(
+        [int(s) for s in sizes.split(",")], impls.split(",")))
 
 
 if __name__ == "__main__":
