@@ -1,0 +1,315 @@
+/*
+ * NAME
+ *   poisson.c - matrix-free CG for -Laplace(u) = f on the unit square (see poisson.h).
+ *
+ * PURPOSE
+ *   The solver of report 000: four vectors x, r, p, q; per iteration one q = A p with a
+ *   halo exchange of one row with each neighbour, two inner products (two MPI_Allreduce),
+ *   three vector updates. The time of each part is kept apart, so a model built from
+ *   STREAM, PingPong and Allreduce can be checked part by part.
+ *
+ * NOTES
+ *   Every vector is stored as (lr + 2) x (n + 2) doubles, rows of the block with a halo
+ *   row and a halo column all round; halos other than p's neighbour rows stay zero, so
+ *   the updates run over whole contiguous rows. Loops are fused where the algorithm
+ *   allows: q = A p with p.q; x += a p, r -= a q with r.r; p = r + b p. Memory traffic per
+ *   point and iteration: 16 + 48 + 24 = 88 bytes (96 with write-allocate of q).
+ */
+#include "poisson.h"
+#include "hpclab_common.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int hpclab_poisson_fault = 0;
+
+double hpclab_poisson_f(double x, double y)
+{
+    double sx = sin(M_PI * x), sy = sin(M_PI * y);
+
+    return -2 * M_PI * M_PI * (cos(2 * M_PI * x) * sy * sy + sx * sx * cos(2 * M_PI * y));
+}
+
+double hpclab_poisson_exact(double x, double y)
+{
+    double sx = sin(M_PI * x), sy = sin(M_PI * y);
+
+    return sx * sx * sy * sy;
+}
+
+double hpclab_vmrss(void)
+{
+    char line[256];
+    double kb = 0;
+    FILE *fp = fopen("/proc/self/status", "r");
+
+    if (!fp)
+        return 0;
+    while (fgets(line, sizeof line, fp))
+        if (strncmp(line, "VmRSS:", 6) == 0) {
+            kb = strtod(line + 6, NULL);
+            break;
+        }
+    fclose(fp);
+    return kb * 1024;
+}
+
+/* q = A p on rows [i0, i1] of the block; returns the local part of p.q on those rows */
+static double matvec(const double *restrict p, double *restrict q, long n, long i0, long i1)
+{
+    const size_t s = (size_t)n + 2;
+    double pq = 0;
+
+    for (long i = i0; i <= i1; i++) {
+        const size_t row = (size_t)i * s;
+
+        for (size_t c = row + 1; c <= row + (size_t)n; c++) {
+            double v = 4 * p[c] - p[c - s] - p[c + s] - p[c - 1] - p[c + 1];
+
+            q[c] = v;
+            pq += p[c] * v;
+        }
+    }
+    return pq;
+}
+
+/* x += a p; r -= a q over m contiguous points; returns the local r.r */
+static double update_xr(double *restrict x, double *restrict r, const double *restrict p,
+                        const double *restrict q, double a, size_t m)
+{
+    double rr = 0;
+
+    for (size_t c = 0; c < m; c++) {
+        x[c] += a * p[c];
+        r[c] -= a * q[c];
+        rr += r[c] * r[c];
+    }
+    return rr;
+}
+
+/* the local v.v over m contiguous points */
+static double dot_self(const double *v, size_t m)
+{
+    double sum = 0;
+
+    for (size_t c = 0; c < m; c++)
+        sum += v[c] * v[c];
+    return sum;
+}
+
+/* p = r + b p over m contiguous points */
+static void update_p(double *restrict p, const double *restrict r, double b, size_t m)
+{
+    for (size_t c = 0; c < m; c++)
+        p[c] = r[c] + b * p[c];
+}
+
+/* b = h^2 f at this block's points (halo zero) */
+void hpclab_poisson_rhs(const hpclab_topo *t, double *b)
+{
+    const long n = t->global[1];
+    const size_t s = (size_t)n + 2;
+    const double h = 1.0 / (double)(n + 1);
+
+    for (long i = 1; i <= t->local[0]; i++)
+        for (long j = 1; j <= n; j++)
+            b[(size_t)i * s + (size_t)j] = h * h * hpclab_poisson_f(h * (double)(t->offset[0] + i),
+                                                                    h * (double)j);
+}
+
+/* max |u - x| over this block */
+double hpclab_poisson_error(const hpclab_topo *t, const double *x)
+{
+    const long n = t->global[1];
+    const size_t s = (size_t)n + 2;
+    const double h = 1.0 / (double)(n + 1);
+    double worst = 0;
+
+    for (long i = 1; i <= t->local[0]; i++)
+        for (long j = 1; j <= n; j++) {
+            double e = fabs(x[(size_t)i * s + (size_t)j]
+                            - hpclab_poisson_exact(h * (double)(t->offset[0] + i), h * (double)j));
+            worst = e > worst ? e : worst;
+        }
+    return worst;
+}
+
+/* the local ||b - A x||^2, with q as scratch (x's halo rows are exchanged first) */
+double hpclab_poisson_true_residual(const hpclab_topo *t, double *x, double *q)
+{
+    const long n = t->global[1];
+    const size_t s = (size_t)n + 2;
+    const double h = 1.0 / (double)(n + 1);
+    double sum = 0;
+
+    hpclab_halo_exchange(t, x);
+    matvec(x, q, n, 1, t->local[0]);
+    for (long i = 1; i <= t->local[0]; i++)
+        for (long j = 1; j <= n; j++) {
+            const size_t c = (size_t)i * s + (size_t)j;
+            double d = h * h * hpclab_poisson_f(h * (double)(t->offset[0] + i), h * (double)j) - q[c];
+
+            sum += d * d;
+        }
+    return sum;
+}
+
+int hpclab_poisson_record(const hpclab_topo *t, double *x, double *q, long k, long iterations,
+                          double rr, double rr0, const double *loc, double base, int rep,
+                          int repetitions, double *times, char *msg, size_t msglen)
+{
+    const double kk = k > 0 ? (double)k : 1.0;
+    double slowest[5], mine[3], sums[3], worst, e, rec, tru;
+
+    MPI_Allreduce(loc, slowest, 5, MPI_DOUBLE, MPI_MAX, t->cart);
+    e = hpclab_poisson_error(t, x);
+    mine[0] = hpclab_poisson_true_residual(t, x, q);
+    mine[1] = hpclab_vmrss();
+    mine[2] = base;
+    MPI_Allreduce(mine, sums, 3, MPI_DOUBLE, MPI_SUM, t->cart);
+    MPI_Allreduce(&e, &worst, 1, MPI_DOUBLE, MPI_MAX, t->cart);
+    rec = sqrt(rr / rr0);
+    tru = sqrt(sums[0] / rr0);
+    times[HPCLAB_POISSON_ITERATION * repetitions + rep] = slowest[4] / kk;
+    times[HPCLAB_POISSON_MATVEC * repetitions + rep] = (slowest[0] + slowest[1]) / kk;
+    times[HPCLAB_POISSON_HALO * repetitions + rep] = slowest[1] / kk;
+    times[HPCLAB_POISSON_REDUCE * repetitions + rep] = slowest[2] / kk;
+    times[HPCLAB_POISSON_UPDATE * repetitions + rep] = slowest[3] / kk;
+    times[HPCLAB_POISSON_ITERATIONS * repetitions + rep] = (double)k;
+    times[HPCLAB_POISSON_RESIDUAL * repetitions + rep] = rec;
+    times[HPCLAB_POISSON_ERROR * repetitions + rep] = worst;
+    times[HPCLAB_POISSON_RSS * repetitions + rep] = sums[1];
+    times[HPCLAB_POISSON_RSS_BASE * repetitions + rep] = sums[2];
+    msg[0] = 0;
+    if (!iterations && !(rec <= HPCLAB_POISSON_TOL))
+        snprintf(msg, msglen, "repetition %d: CG did not converge in %ld iterations "
+                 "(relative residual %.3g): a wrong stencil, halo or update", rep, k, rec);
+    else if (!(fabs(tru - rec) <= 1e-9 + 1e-3 * rec))
+        snprintf(msg, msglen, "repetition %d: after %ld iterations the true residual "
+                 "||b - Ax||/||b|| = %.6g differs from the recurrence's %.6g (a wrong "
+                 "stencil, halo or update)", rep, k, tru, rec);
+    return hpclab_fail_together(t->cart, msg[0] != 0, msg, msglen);
+}
+
+/* the interior of a block (no halo) to or from a contiguous lr x n array */
+static void interior(const hpclab_topo *t, double *field, double *block)
+{
+    const long n = t->global[1];
+
+    for (long i = 1; i <= t->local[0]; i++)
+        memcpy(block + (size_t)(i - 1) * (size_t)n, field + (size_t)i * (size_t)(n + 2) + 1,
+               (size_t)n * sizeof *block);
+}
+
+int hpclab_poisson(MPI_Comm comm, long n, int interleave, long iterations, int repetitions,
+                   double *uout, double *times, char *errmsg, size_t errlen)
+{
+    hpclab_topo t;
+    long global[2] = {n, n};
+    int dims[2] = {0, 1}, failed = 0, want = 0;
+    size_t points, m;
+    double *x = NULL, *r = NULL, *p = NULL, *q = NULL, *block = NULL, base;
+    char msg[HPCLAB_ERRLEN] = "";
+
+    if (n < 1 || iterations < 0 || repetitions < 1) {
+        snprintf(errmsg, errlen, "bad arguments: n=%ld iterations=%ld repetitions=%d", n,
+                 iterations, repetitions);
+        return 1;
+    }
+    if (hpclab_topo_create(comm, 2, global, dims, NULL, &t, errmsg, errlen))
+        return 1;
+    want = t.rank == 0 && uout != NULL;
+    MPI_Bcast(&want, 1, MPI_INT, 0, t.cart);
+    base = hpclab_vmrss();
+    points = hpclab_topo_points(&t);
+    m = (size_t)t.local[0] * (size_t)(n + 2); /* the block's rows, halo columns included */
+    x = hpclab_alloc(points * sizeof *x, 0);
+    r = hpclab_alloc(points * sizeof *r, 0);
+    p = hpclab_alloc(points * sizeof *p, 0);
+    q = hpclab_alloc(points * sizeof *q, 0);
+    block = want ? hpclab_alloc((size_t)t.local[0] * (size_t)n * sizeof *block, 0) : NULL;
+    if (!x || !r || !p || !q || (want && t.local[0] > 0 && !block)) {
+        snprintf(msg, sizeof msg, "rank %d cannot allocate four vectors of %zu doubles",
+                 t.rank, points);
+        failed = 1;
+    }
+    if (hpclab_fail_together(t.cart, failed, msg, sizeof msg))
+        goto done;
+
+    for (int rep = 0; rep < repetitions && !failed; rep++) {
+        const long lr = t.local[0], cap = iterations ? iterations : 10 * n + 100;
+        const size_t s = (size_t)n + 2;
+        double loc[5] = {0, 0, 0, 0, 0}, rr, rr0, t0, mine[2];
+        long k = 0;
+
+        memset(x, 0, points * sizeof *x);
+        memset(r, 0, points * sizeof *r);
+        memset(q, 0, points * sizeof *q);
+        hpclab_poisson_rhs(&t, r);
+        memcpy(p, r, points * sizeof *p);
+        mine[0] = dot_self(r + s, m);
+        MPI_Allreduce(mine, &rr0, 1, MPI_DOUBLE, MPI_SUM, t.cart);
+        rr = rr0;
+        MPI_Barrier(t.cart);
+        t0 = MPI_Wtime();
+        while (k < cap && !(sqrt(rr) <= HPCLAB_POISSON_TOL * sqrt(rr0))) {
+            MPI_Request req[HPCLAB_HALO_REQUESTS];
+            double a = MPI_Wtime(), b, c, d, ee, f, g, h, i, pq, alpha, rrnew;
+
+            hpclab_halo_start(&t, p, req);
+            b = MPI_Wtime();
+            mine[0] = interleave && lr > 2 ? matvec(p, q, n, 2, lr - 1) : 0.0;
+            c = MPI_Wtime();
+            hpclab_halo_finish(req);
+            if (hpclab_poisson_fault && t.rank == t.size - 1)
+                p[1] += 1.0;
+            d = MPI_Wtime();
+            if (!interleave)
+                mine[0] = matvec(p, q, n, 1, lr);
+            else if (lr > 0) {
+                mine[0] += matvec(p, q, n, 1, 1);
+                if (lr > 1)
+                    mine[0] += matvec(p, q, n, lr, lr);
+            }
+            ee = MPI_Wtime();
+            MPI_Allreduce(mine, &pq, 1, MPI_DOUBLE, MPI_SUM, t.cart);
+            f = MPI_Wtime();
+            alpha = rr / pq;
+            mine[1] = update_xr(x + s, r + s, p + s, q + s, alpha, m);
+            g = MPI_Wtime();
+            MPI_Allreduce(mine + 1, &rrnew, 1, MPI_DOUBLE, MPI_SUM, t.cart);
+            h = MPI_Wtime();
+            update_p(p + s, r + s, rrnew / rr, m);
+            rr = rrnew;
+            k++;
+            i = MPI_Wtime();
+            loc[0] += (c - b) + (ee - d);
+            loc[1] += (b - a) + (d - c);
+            loc[2] += (f - ee) + (h - g);
+            loc[3] += (g - f) + (i - h);
+        }
+        MPI_Barrier(t.cart);
+        loc[4] = MPI_Wtime() - t0;
+        failed = hpclab_poisson_record(&t, x, q, k, iterations, rr, rr0, loc, base, rep,
+                                       repetitions, times, msg, sizeof msg);
+    }
+    if (want && !failed) {
+        interior(&t, x, block);
+        failed = hpclab_topo_gather(&t, 0, block, uout);
+    }
+
+done:
+    hpclab_free(x);
+    hpclab_free(r);
+    hpclab_free(p);
+    hpclab_free(q);
+    hpclab_free(block);
+    hpclab_topo_free(&t);
+    if (failed || msg[0]) {
+        snprintf(errmsg, errlen, "%s", msg[0] ? msg : "rank 0 cannot allocate its requests");
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,73 @@
+/*
+ * NAME
+ *   poisson.h - matrix-free conjugate gradient for the 2D Poisson problem of report 000,
+ *   rows distributed in blocks over the ranks.
+ */
+#ifndef HPCLAB_POISSON_H
+#define HPCLAB_POISSON_H
+
+#include <stddef.h>
+#include <mpi.h>
+
+#include "hpclab_topo.h"
+
+/* What one repetition (one solve) returns, in the order of the times array. */
+enum hpclab_poisson_metric {
+    HPCLAB_POISSON_ITERATION = 0, /* seconds per iteration, wall clock between barriers */
+    HPCLAB_POISSON_MATVEC = 1,    /* seconds per iteration in q = A p, halo included (slowest rank) */
+    HPCLAB_POISSON_HALO = 2,      /* of which starting and waiting for the halo (slowest rank) */
+    HPCLAB_POISSON_REDUCE = 3,    /* seconds per iteration in the two MPI_Allreduce (slowest rank) */
+    HPCLAB_POISSON_UPDATE = 4,    /* seconds per iteration in the vector updates (slowest rank) */
+    HPCLAB_POISSON_ITERATIONS = 5,
+    HPCLAB_POISSON_RESIDUAL = 6,  /* ||r_k|| / ||r_0|| when it stopped */
+    HPCLAB_POISSON_ERROR = 7,     /* max |u - u_h| over the mesh points */
+    HPCLAB_POISSON_RSS = 8,       /* VmRSS summed over the ranks, with the vectors, bytes */
+    HPCLAB_POISSON_RSS_BASE = 9,  /* VmRSS summed over the ranks before allocating them */
+    HPCLAB_POISSON_NMETRICS = 10
+};
+
+#define HPCLAB_POISSON_TOL 1e-6
+
+/*
+ * Solve A u = h^2 f on an n x n interior mesh (h = 1/(n+1), the 5-point stencil, u = 0 on
+ * the boundary, f of report 000 eq. 3.1) by unpreconditioned CG from x0 = 0, `repetitions`
+ * times. Rows are split in blocks over the ranks of comm (uneven counts allowed).
+ * iterations == 0: stop when ||r|| <= 1e-6 ||r0|| (failing after 10 n + 100 iterations);
+ * iterations > 0: stop there or at convergence, whichever is first (for timing).
+ * interleave: 1 updates the rows that need no halo while the halo is in flight.
+ * After every solve each rank takes part in checking that the true residual ||b - A x||
+ * agrees with the recurrence's (a wrong stencil, halo or update breaks it); the run fails
+ * on every rank if not.
+ * uout: on rank 0, the n x n solution of the last solve (may be NULL).
+ * times[metric * repetitions + r]. Collective; 0, or non-zero on every rank with errmsg.
+ */
+int hpclab_poisson(MPI_Comm comm, long n, int interleave, long iterations, int repetitions,
+                   double *uout, double *times, char *errmsg, size_t errlen);
+
+/* f of report 000 eq. (3.1) and its exact solution u = sin^2(pi x) sin^2(pi y). */
+double hpclab_poisson_f(double x, double y);
+double hpclab_poisson_exact(double x, double y);
+
+/* The shared answer check, on one rank's block stored as (local[0] + 2) x (n + 2):
+ * b = h^2 f at the block's points (halo zero); max |u - x| over the block; the local
+ * ||b - A x||^2 (x's halo rows are exchanged first, collective; q is scratch). */
+void hpclab_poisson_rhs(const hpclab_topo *t, double *b);
+double hpclab_poisson_error(const hpclab_topo *t, const double *x);
+double hpclab_poisson_true_residual(const hpclab_topo *t, double *x, double *q);
+
+/* After a solve of k iterations: the metrics of repetition rep into times (loc: this rank's
+ * matvec, halo, reduce, update and wall seconds summed over the iterations; base: its
+ * VmRSS before the vectors) and the answer check. Collective; non-zero on every rank, with
+ * msg, when the solve did not converge (iterations == 0) or the true residual disagrees. */
+int hpclab_poisson_record(const hpclab_topo *t, double *x, double *q, long k, long iterations,
+                          double rr, double rr0, const double *loc, double base, int rep,
+                          int repetitions, double *times, char *msg, size_t msglen);
+
+/* VmRSS of this process in bytes from /proc/self/status (0 where there is none). */
+double hpclab_vmrss(void);
+
+/* Test hook: when non-zero, the last rank adds 1 to its halo point (0, 1) of p after every
+ * exchange inside the iteration, so tests can prove it is caught. */
+extern int hpclab_poisson_fault;
+
+#endif
