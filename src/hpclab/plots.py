@@ -372,6 +372,25 @@ def stacked(table, ax=None, xlabel="", ylabel="", title=None, scale=1.0, labels=
 
 
 @_styled
+def surfaces(x, y, panels, xlabel="x₁", ylabel="x₂"):
+    """Mesh plots of functions on a 2D mesh, one panel each, stacked: ``panels`` maps a
+    title to (z, z-axis label). Returns the Axes."""
+    fig = plt.figure(figsize=(WIDTH, HEIGHT * len(panels)), layout="constrained")
+    axes = []
+    for i, (title, (z, zlabel)) in enumerate(panels.items()):
+        ax = fig.add_subplot(len(panels), 1, i + 1, projection="3d")
+        ax.plot_surface(x, y, z, cmap="viridis", linewidth=0.2, edgecolor="0.3",
+                        antialiased=True)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_zlabel(zlabel, labelpad=8)
+        ax.set_title(title)
+        ax.ticklabel_format(axis="z", style="sci", scilimits=(-2, 3))
+        axes.append(ax)
+    return axes
+
+
+@_styled
 def ring_diagram(P=6, ax=None):
     """A ring of P ranks with the two messages of one step (a picture, no data)."""
     ax = _ax(ax, 4.2)

@@ -1,0 +1,513 @@
+"""Poisson experiment: the convergence study of report 000 and strong scaling of one CG
+iteration.
+
+``convergence``  full solves (until ||r|| <= 1e-6 ||r0||) for every N of the profile's
+                 ``convergence``, C, on one rank and on all of them;
+``strong``       a fixed number of iterations (the profile's ``iterations``) for every N of
+                 ``strong`` on P = 1 .. cores ranks, interleaved and not, C;
+``compare``      the same at N = ``compare`` for every implementation.
+
+Records: one row per repetition and metric (``iteration, matvec, halo, reduce, update`` in
+seconds per iteration, ``iterations``, ``residual``, ``error``, ``rss``, ``rss_base``) with
+columns ``kind, n, interleave, iterations_cap, oversubscribed``. The time of one iteration is
+predicted from pieces measured elsewhere (:func:`predict`) before it is compared.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pandas as pd
+
+from hpclab import launch, models, profiles, records, stats
+from hpclab.experiments import in_job, on_engines
+from hpclab.kernels import registry
+
+NAME = "poisson"
+KERNEL = registry.get(NAME)
+NPROCS = KERNEL.procs("default_procs")
+IMPLS = KERNEL.implementations
+BYTES = KERNEL.extra["bytes_per_point"]
+BYTES_WA = KERNEL.extra["bytes_per_point_write_allocate"]
+GIB = 2.0 ** 30
+MIB = 2.0 ** 20
+IMPL_NAMES = {"c": "C", "cython": "Cython", "python": "mpi4py + numpy"}
+
+
+def tasks(profile=None, impls=IMPLS, max_procs=None):
+    """The measurements a profile asks for, in the order they run."""
+    settings = profiles.get(NAME, profile)
+    unknown = set(impls) - set(IMPLS)
+    if unknown or not impls:
+        raise ValueError(f"unknown poisson implementation(s) {sorted(unknown)}: choose from "
+                         f"{', '.join(IMPLS)}")
+    max_procs = max_procs or NPROCS
+    reps, cap = settings["repetitions"], settings["iterations"]
+    out = []
+    if "c" in impls:
+        for n in settings["convergence"]:
+            for nprocs in sorted({1, max_procs}):
+                out.append({"kind": "convergence", "impl": "c", "nprocs": nprocs, "n": n,
+                            "interleave": True, "iterations": 0, "repetitions": 1})
+    for nprocs in range(1, max_procs + 1):
+        if "c" in impls:
+            for n in settings["strong"]:
+                for interleave in (True, False):
+                    out.append({"kind": "strong", "impl": "c", "nprocs": nprocs, "n": n,
+                                "interleave": interleave, "iterations": cap,
+                                "repetitions": reps})
+        for impl in impls:
+            out.append({"kind": "compare", "impl": impl, "nprocs": nprocs,
+                        "n": settings["compare"], "interleave": True, "iterations": cap,
+                        "repetitions": reps})
+    return out
+
+
+def measure(kind, impl, nprocs, n, interleave, iterations, repetitions, comm=None):
+    """One measurement on the first nprocs ranks; the records, on rank 0 only."""
+    from mpi4py import MPI
+
+    from hpclab.kernels import poisson
+    from hpclab.kernels.api import first_ranks
+
+    with first_ranks(comm or MPI.COMM_WORLD, nprocs) as sub:
+        if sub is None:
+            return []
+        times = poisson.RUNNERS[impl](sub, n=n, interleave=interleave, iterations=iterations,
+                                      repetitions=repetitions)
+        params = {"kind": kind, "n": n, "interleave": bool(interleave),
+                  "iterations_cap": iterations,
+                  "oversubscribed": nprocs > launch.usable_cores()}
+        rows = records.timings(KERNEL, impl, nprocs, 1, params, times)
+        return rows if sub.Get_rank() == 0 else []
+
+
+def _describe(task):
+    return (f"{task['kind']} {task['impl']} P={task['nprocs']} N={task['n']} "
+            f"{'interleaved' if task['interleave'] else 'not interleaved'}")
+
+
+def run(profile=None, impls=IMPLS, n=None, mpi_args=(), progress=True, engines=None,
+        timeout=None, hugepages=False):
+    """Measure on n MPI engines (default: the cores; P never exceeds the cores)."""
+    n = n or (engines.n if engines is not None else NPROCS)
+    todo = tasks(profile, impls, min(n, launch.usable_cores()))
+    return on_engines(sys.modules[__name__], todo, profile=profile, n=n, engines=engines,
+                      timeout=timeout, mpi_args=mpi_args, progress=progress,
+                      describe=_describe, extra={"implementations": list(impls)})
+
+
+def run_mpi(comm=None, profile=None, impls=IMPLS, hugepages=False, progress=True):
+    """The same measurements in this MPI job, P = 1 .. its size; records on rank 0."""
+    from mpi4py import MPI
+
+    comm = comm or MPI.COMM_WORLD
+    return in_job(sys.modules[__name__], tasks(profile, impls, comm.Get_size()), comm=comm,
+                  profile=profile, progress=progress, extra={"implementations": list(impls)})
+
+
+def _solve(n, impl):
+    from mpi4py import MPI
+
+    from hpclab.kernels import poisson
+
+    u, metrics = poisson.solution(MPI.COMM_WORLD, n, impl)
+    return (u, metrics) if MPI.COMM_WORLD.Get_rank() == 0 else None
+
+
+def solution(n=31, impl="c", engines=None, timeout=120):
+    """(x, y, u_h, u - u_h, metrics) of one converged solve on the mesh with its boundary
+    (report 000's Figure 3.1 uses N = 31: 33 x 33 points, h = 1/32), on one MPI engine
+    unless engines are given."""
+    from hpclab.kernels.poisson import exact
+
+    owned = engines is None
+    if owned:
+        engines = launch.cluster(n=1, timeout=timeout, what="poisson solution").start()
+    try:
+        u, metrics = engines.run(_solve, n, impl, timeout=timeout, what="poisson solution")[0]
+    finally:
+        if owned:
+            engines.stop()
+    full = np.zeros((n + 2, n + 2))
+    full[1:-1, 1:-1] = u
+    g = np.linspace(0, 1, n + 2)
+    x, y = np.meshgrid(g, g, indexing="ij")
+    return x, y, full, exact(x, y) - full, dict(zip(KERNEL.metric_names, metrics))
+
+
+# ----------------------------------------------------------------------------- analysis
+
+KEYS = ["kind", "impl", "n", "interleave", "nprocs"]
+
+
+def samples(df, metric, **where):
+    """The repetitions of one metric for the rows matching ``where`` (column=value)."""
+    t = records.table(df)
+    t = t[t["metric"] == metric]
+    for k, v in where.items():
+        t = t[t[k] == v]
+    return t["value"].to_numpy(dtype=float)
+
+
+def wide(df):
+    """One row per measurement: the median of every metric."""
+    t = records.table(df)
+    w = t.pivot_table(index=KEYS, columns="metric", values="value", aggfunc="median")
+    return w.reset_index()
+
+
+def convergence_table(df, t31):
+    """The study as report 000's Table 3.1 prints it, with the published values beside ours
+    for the N it lists: iterations on one rank and on all, the error, its ratio and the
+    observed order log2(ratio)."""
+    w = wide(df)
+    w = w[w["kind"] == "convergence"]
+    one = w[w["nprocs"] == 1].set_index("n")
+    many = w[w["nprocs"] == w["nprocs"].max()].set_index("n")
+    t = pd.DataFrame({"N": one.index, "DOF": one.index ** 2,
+                      "error": one["error"].to_numpy(),
+                      "iterations": one["iterations"].astype(int).to_numpy()})
+    t["ratio"] = t["error"].shift(1) / t["error"]
+    t["order"] = np.log2(t["ratio"])
+    pmax = int(many["nprocs"].max()) if not many.empty else 1
+    t[f"iterations on {pmax} ranks"] = many["iterations"].reindex(t["N"]).astype(int).to_numpy()
+    pub = t31.set_index("N")
+    t["Table 3.1 iterations"] = pub["cg_iterations"].reindex(t["N"]).to_numpy()
+    t["Table 3.1 error"] = pub["err_linf"].reindex(t["N"]).to_numpy()
+    t["time [s]"] = (one["iteration"] * one["iterations"]).to_numpy()
+    return t
+
+
+def convergence_display(table):
+    """The study with human column names at the report's precision; — where Table 3.1
+    lists no such N."""
+    t = table.copy()
+    t["error"] = t["error"].map(lambda v: f"{v:.4e}")
+    t["Table 3.1 error"] = t["Table 3.1 error"].map(lambda v: "—" if pd.isna(v) else f"{v:.4e}")
+    t["Table 3.1 iterations"] = t["Table 3.1 iterations"].map(
+        lambda v: "—" if pd.isna(v) else f"{int(v):,}")
+    t["ratio"] = t["ratio"].map(lambda v: "—" if pd.isna(v) else f"{v:.2f}")
+    t["order"] = t["order"].map(lambda v: "—" if pd.isna(v) else f"{v:.2f}")
+    t["DOF"] = t["DOF"].map(lambda v: f"{v:,}")
+    t["time [s]"] = t["time [s]"].map(lambda v: f"{v:.3g}")
+    t = t.rename(columns={"error": "‖u − u_h‖∞"})
+    return t.set_index("N")
+
+
+def power_law(x, y):
+    """Least squares of log y = log C + p log x: (p, its 95% interval, points). Fewer than
+    three points would be a line through its parameters, not a fit."""
+    from scipy import stats as sps
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if x.size < 3:
+        raise models.FitError(f"{x.size} points for 2 parameters is not a fit")
+    res = sps.linregress(np.log(x), np.log(y))
+    half = sps.t.ppf(0.975, x.size - 2) * res.stderr
+    return res.slope, (res.slope - half, res.slope + half), x.size
+
+
+def orders(table):
+    """The convergence order in h (error ∝ h^p) and the growth of the iterations (∝ N^q),
+    each with its 95% interval."""
+    h = 1.0 / (table["N"] + 1)
+    p = power_law(h, table["error"])
+    q = power_law(table["N"], table["iterations"])
+    return {"p": p[0], "p_low": p[1][0], "p_high": p[1][1], "q": q[0], "q_low": q[1][0],
+            "q_high": q[1][1], "points": p[2]}
+
+
+def memory_table(df, min_mib=1.0):
+    """VmRSS against the predicted four vectors of N² doubles, per N (one rank), for the N
+    whose vectors take at least ``min_mib`` MiB: smaller ones fit in memory the process
+    already holds, so VmRSS cannot see them."""
+    w = wide(df)
+    w = w[(w["kind"] == "convergence") & (w["nprocs"] == 1)]
+    w = w[4 * 8 * w["n"] ** 2 / MIB >= min_mib].set_index("n")
+    t = pd.DataFrame({"N": w.index})
+    t["predicted 4·N²·8 [MiB]"] = 4 * 8 * t["N"] ** 2 / MIB
+    t["VmRSS growth [MiB]"] = ((w["rss"] - w["rss_base"]) / MIB).to_numpy()
+    t["VmRSS [MiB]"] = (w["rss"] / MIB).to_numpy()
+    t["growth / predicted"] = t["VmRSS growth [MiB]"] / t["predicted 4·N²·8 [MiB]"]
+    return t.set_index("N").round(3)
+
+
+def parts(df, n=None, interleave=True):
+    """Seconds per iteration by part (compute of q = A p, halo, reductions, updates, the
+    rest) per P at one strong N (default the largest)."""
+    w = wide(df)
+    w = w[(w["kind"] == "strong") & (w["interleave"] == interleave) & (w["impl"] == "c")]
+    n = n or int(w["n"].max())
+    w = w[w["n"] == n].set_index("nprocs")
+    t = pd.DataFrame({"A p": w["matvec"] - w["halo"], "halo": w["halo"],
+                      "Allreduce": w["reduce"], "updates": w["update"]})
+    t["other"] = np.maximum(w["iteration"] - t.sum(axis=1), 0)
+    t.index.name = "P"
+    return t
+
+
+def stream_bandwidth(procs=None):
+    """STREAM add per thread count in GB/s (see :func:`hpclab.experiments.amdahl.stream_add`)."""
+    from hpclab.experiments.amdahl import stream_add
+
+    return stream_add(procs=procs)
+
+
+def pingpong_model(profile=None, engines=None):
+    """(λ, B, source) of the PingPong chapter's Hockney fit (see the Jacobi experiment)."""
+    from hpclab.experiments.jacobi import pingpong_model as pm
+
+    return pm(profile, engines)
+
+
+def predicted_iteration(n, p, lam, bandwidth, stream_gbs, per_point=BYTES):
+    """Seconds per iteration from the pieces: per_point · N² bytes over STREAM add with P
+    threads (all ranks share the memory), two Allreduce of ⌈log2 P⌉ latencies each, and for
+    P > 1 two halo rows of 8 (N + 2) bytes, one each way to each neighbour, at PingPong's λ
+    and B. Returns (total, memory, reductions, halo)."""
+    b = stream_gbs.get(p, stream_gbs[max(stream_gbs)]) * 1e9
+    memory = per_point * n * n / b
+    reduce = 2 * np.ceil(np.log2(p)) * lam if p > 1 else 0.0
+    halo = 2 * (lam + 8 * (n + 2) / bandwidth) if p > 1 else 0.0
+    return memory + reduce + halo, memory, reduce, halo
+
+
+def median_interval(values, seed=0):
+    """(median, low, high): the median of repeated measurements with a 95% bootstrap
+    interval (at least two values)."""
+    v = np.asarray(values, float)
+    if v.size < 2:
+        raise ValueError(f"an interval needs at least 2 measurements, got {v.size}")
+    rng = np.random.default_rng(seed)
+    boot = np.median(rng.choice(v, (stats.BOOTSTRAP, v.size)), axis=1)
+    low, high = np.percentile(boot, [2.5, 97.5])
+    return float(np.median(v)), float(low), float(high)
+
+
+def predict(df, lam, bandwidth, stream_gbs):
+    """Predicted (88 and 96 bytes per point) beside measured seconds per iteration for every
+    strong run (interleaved), with the measured/predicted ratio and its 95% interval."""
+    rows = []
+    for (n, p), _ in wide(df)[lambda w: (w["kind"] == "strong") & w["interleave"]].groupby(
+            ["n", "nprocs"]):
+        s = samples(df, "iteration", kind="strong", n=n, nprocs=p, interleave=True)
+        med, low, high = median_interval(s)
+        total, memory, reduce, halo = predicted_iteration(n, p, lam, bandwidth, stream_gbs)
+        wa = predicted_iteration(n, p, lam, bandwidth, stream_gbs, BYTES_WA)[0]
+        rows.append({"N": n, "P": p, "predicted [ms]": total * 1e3,
+                     "with write-allocate [ms]": wa * 1e3, "measured [ms]": med * 1e3,
+                     "measured / predicted": med / total, "low": low / total,
+                     "high": high / total, "memory share": memory / total})
+    return pd.DataFrame(rows)
+
+
+def prediction_display(pred):
+    t = pred.copy()
+    t["95% interval"] = [f"{a:.2f} to {b:.2f}" for a, b in zip(t["low"], t["high"])]
+    t = t.drop(columns=["low", "high", "memory share"])
+    return t.round(3).set_index(["N", "P"])
+
+
+def speedup(df, n, kind="strong", impl="c", interleave=True):
+    """S(P) = T(1)/T(P) per P with the 95% interval of the ratio of medians."""
+    one = samples(df, "iteration", kind=kind, n=n, nprocs=1, impl=impl, interleave=interleave)
+    rows = []
+    for p in sorted(records.table(df)["nprocs"].unique()):
+        tp = samples(df, "iteration", kind=kind, n=n, nprocs=p, impl=impl,
+                     interleave=interleave)
+        if tp.size < 2 or one.size < 2:
+            continue
+        c = stats.compare(one, tp, (f"P=1", f"P={p}"))
+        rows.append({"P": int(p), "speed-up": c.ratio, "low": c.low, "high": c.high,
+                     "efficiency": c.ratio / p})
+    return pd.DataFrame(rows)
+
+
+def speedup_points(df, sizes=None):
+    """Speed-up per P and N as :func:`hpclab.plots.scaling` draws it (median, interval)."""
+    w = wide(df)
+    sizes = sizes or sorted(w[w["kind"] == "strong"]["n"].unique())
+    out = []
+    for n in sizes:
+        s = speedup(df, int(n))
+        out.append(pd.DataFrame({"P": s["P"], "mesh": f"N = {int(n)}", "median": s["speed-up"],
+                                 "best": s["high"], "worst": s["low"]}))
+    return pd.concat(out, ignore_index=True)
+
+
+def interleave_words(df):
+    """What interleaving buys at the largest strong N on the most ranks, in words the
+    interval allows."""
+    w = wide(df)
+    w = w[w["kind"] == "strong"]
+    n, p = int(w["n"].max()), int(w["nprocs"].max())
+    if p < 2:
+        return "with one rank there is no halo to hide, so interleaving cannot show here"
+    a = samples(df, "iteration", kind="strong", n=n, nprocs=p, interleave=False)
+    b = samples(df, "iteration", kind="strong", n=n, nprocs=p, interleave=True)
+    c = stats.compare(a, b, ("the version that is not interleaved", "the interleaved one"))
+    return f"at N = {n} on {p} ranks, " + c.words("time per iteration")
+
+
+def implementation_table(df):
+    """Milliseconds per iteration of every implementation at the compare N, per P."""
+    w = wide(df)
+    w = w[w["kind"] == "compare"]
+    t = w.pivot_table(index="nprocs", columns="impl", values="iteration") * 1e3
+    t = t[[i for i in IMPLS if i in t.columns]]
+    t.columns = [IMPL_NAMES[c] + " [ms]" for c in t.columns]
+    t.index.name = "P"
+    return t.round(3)
+
+
+def fit_model(df):
+    """The CG_ITERATION model fitted to every strong (interleaved) run: t_point per mesh
+    point, t_row per halo row point, t_reduce per Allreduce round."""
+    w = wide(df)
+    w = w[(w["kind"] == "strong") & w["interleave"]]
+    return models.fit(models.CG_ITERATION, pd.DataFrame({"N": w["n"], "P": w["nprocs"]}),
+                      w["iteration"])
+
+
+# ----------------------------------------------------------------------------- report 000
+
+def scaling_reference(sc, table="4.1", min_seconds=10):
+    """Speed-up and efficiency against one process on one node for every mesh of one of
+    report 000's tables, P = nodes × processes per node. Times below ``min_seconds`` are
+    dropped: printed to the second, they carry more than 5% rounding."""
+    t = sc[sc["table"].str.startswith(table + "(")].copy()
+    base = t[(t["nodes"] == 1) & (t["mpi_per_node"] == 1) & (t["threads_per_process"] == 1)]
+    t["T1"] = t["N"].map(base.set_index("N")["wall_s"])
+    t = t[t["wall_s"] >= min_seconds].copy()
+    t["P"] = t["mpi_total"]
+    t["speed-up"] = t["T1"] / t["wall_s"]
+    t["efficiency"] = t["speed-up"] / t["P"]
+    return t
+
+
+def packed_vs_spread(sc, table="4.1", N=16384):
+    """P processes on one node against one process on each of P nodes (report 000's
+    anti-diagonals): both times and their ratio, per P."""
+    t = sc[sc["table"].str.startswith(table + "(") & (sc["N"] == N)]
+    rows = []
+    for p in sorted(t["mpi_per_node"].unique()):
+        packed = t[(t["nodes"] == 1) & (t["mpi_per_node"] == p)]["wall_s"]
+        spread = t[(t["nodes"] == p) & (t["mpi_per_node"] == 1)]["wall_s"]
+        if p > 1 and len(packed) and len(spread):
+            rows.append({"P": int(p), "P on one node [s]": int(packed.iloc[0]),
+                         "1 on each of P nodes [s]": int(spread.iloc[0]),
+                         "ratio": packed.iloc[0] / spread.iloc[0]})
+    return pd.DataFrame(rows).set_index("P").round(2)
+
+
+def cluster_history(hist, N=4096):
+    """Table 5.1 with the speed-ups recomputed from the printed times, and each process's
+    share of the four vectors (why some runs beat P)."""
+    t = hist.copy()
+    serial = t[t["config"] == "serial (1 core)"].set_index("cluster")["wall_s"]
+    t["speed-up recomputed"] = t["cluster"].map(serial) / t["wall_s"]
+    t["P"] = t["nodes"] * t["procs_per_node"]
+    t["MiB per process"] = 4 * 8 * N * N / t["P"] / MIB
+    t["differs"] = (t["speed-up recomputed"] - t["speedup_published"]).abs() > 0.01
+    return t
+
+
+def cluster_display(t):
+    d = t[t["wall_s"].notna()].copy()
+    d = d[["cluster", "config", "P", "wall_hhmmss", "speedup_published", "speed-up recomputed",
+           "MiB per process"]]
+    d = d.rename(columns={"config": "run", "wall_hhmmss": "time", "speedup_published":
+                          "speed-up (published)"})
+    return d.round({"speed-up recomputed": 2, "MiB per process": 1}).set_index(["cluster", "run"])
+
+
+def network_table(sc, N=8192):
+    """One process per node on 1 .. 16 nodes at one N over the three networks of Table 6.x
+    (and Stampede2's Table 4.1): seconds."""
+    t = sc[sc["table"].str.match(r"(4\.1|6\.\d)\(") & (sc["N"] == N)
+           & (sc["threads_per_process"] == 1)]
+    t = t.assign(where=t["cluster"] + ", " + t["network"])
+    return t.pivot_table(index=["nodes", "mpi_per_node"], columns="where", values="wall_s")
+
+
+def hybrid_table(sc, N=8192, nodes=1):
+    """Tables 7.1/7.2: one node's time per split of its threads between MPI and OpenMP."""
+    t = sc[sc["table"].str.match(r"7\.\d\(") & (sc["N"] == N) & (sc["nodes"] == nodes)]
+    t = t.assign(split=t["mpi_per_node"].astype(str) + " × " + t["threads_per_process"].astype(str))
+    t = t.assign(hw=np.where(t["table"].str.startswith("7.1"), "32 threads (1 per core)",
+                             "64 threads (2 per core)"))
+    return t.pivot_table(index=["mpi_per_node", "threads_per_process"], columns="hw",
+                         values="wall_s")
+
+
+def numbers(run, t31, hist, machines, lam, bandwidth, pp_source, stream_gbs, stream_source,
+            reference_scaling=None):
+    """Every number the chapter's text quotes, computed (name -> value)."""
+    df = records.table(run)
+    conv = convergence_table(df, t31)
+    o = orders(conv)
+    w = wide(df)
+    pmax = int(w["nprocs"].max())
+    listed = conv.dropna(subset=["Table 3.1 iterations"])
+    match = listed[(listed["iterations"] == listed["Table 3.1 iterations"])
+                   & (listed["error"].map(lambda v: f"{v:.4e}")
+                      == listed["Table 3.1 error"].map(lambda v: f"{v:.4e}"))]
+    same_iters = bool((conv["iterations"] == conv[f"iterations on {pmax} ranks"]).all())
+    big = conv.iloc[-1]
+    mem = memory_table(df)
+    mb = mem.iloc[-1] if not mem.empty else pd.Series(dtype=float)
+    pred = predict(df, lam, bandwidth, stream_gbs)
+    p1 = pred[(pred["N"] == pred["N"].max()) & (pred["P"] == 1)].iloc[0]
+    pp = pred[(pred["N"] == pred["N"].max()) & (pred["P"] == pred["P"].max())].iloc[0]
+    s = speedup(df, int(pred["N"].max()))
+    smax = s.iloc[-1]
+    h = cluster_history(hist)
+    odd = h[h["differs"]].iloc[0] if h["differs"].any() else None
+    pvs = packed_vs_spread(reference_scaling) if reference_scaling is not None else None
+    st = h[(h["cluster"] == "Stampede2") & (h["config"] == "32 nodes 1 core per node")].iloc[0]
+    l3 = float(machines.set_index("cluster").loc["Stampede2", "L3_MB_per_socket"])
+    n4096 = 4 * 8 * 4096 ** 2 / MIB
+    if not listed.empty and len(match) == len(listed):
+        t31_words = (f"the study reproduces Table 3.1 for N = "
+                     f"{', '.join(str(int(v)) for v in listed['N'])}: the same number of "
+                     "iterations and the same error to the five digits printed")
+    elif listed.empty:
+        t31_words = ("this profile stops below N = 1024, the smallest mesh of Table 3.1; the "
+                     "standard profile reaches it")
+    else:
+        t31_words = (f"{len(match)} of the {len(listed)} meshes Table 3.1 lists match it in "
+                     "iterations and error")
+    return {
+        "pmax": pmax, "t31_words": t31_words,
+        "same_iters": ("the same on every rank count measured" if same_iters else
+                       "not the same on every rank count (see the table)"),
+        "p": o["p"], "p_low": o["p_low"], "p_high": o["p_high"], "q": o["q"],
+        "q_low": o["q_low"], "q_high": o["q_high"], "order_points": o["points"],
+        "N_big": int(big["N"]), "iters_big": int(big["iterations"]),
+        "err_big": float(big["error"]), "mem_N": int(mem.index[-1]) if not mem.empty else 0,
+        "mem_pred": float(mb.get("predicted 4·N²·8 [MiB]", np.nan)),
+        "mem_growth": float(mb.get("VmRSS growth [MiB]", np.nan)),
+        "mem_rss": float(mb.get("VmRSS [MiB]", np.nan)),
+        "lam_us": lam * 1e6, "B_GBs": bandwidth / 1e9, "pp_source": pp_source,
+        "stream_source": stream_source, "stream1": stream_gbs[1],
+        "bytes": BYTES, "bytes_wa": BYTES_WA,
+        "Npred": int(p1["N"]), "pred1_ms": float(p1["predicted [ms]"]),
+        "meas1_ms": float(p1["measured [ms]"]), "ratio1": float(p1["measured / predicted"]),
+        "ratio1_low": float(p1["low"]), "ratio1_high": float(p1["high"]),
+        "Pp": int(pp["P"]), "predp_ms": float(pp["predicted [ms]"]),
+        "measp_ms": float(pp["measured [ms]"]), "ratiop": float(pp["measured / predicted"]),
+        "ratiop_low": float(pp["low"]), "ratiop_high": float(pp["high"]),
+        "S_max": float(smax["speed-up"]), "S_low": float(smax["low"]),
+        "S_high": float(smax["high"]), "S_P": int(smax["P"]),
+        "interleave_words": interleave_words(df),
+        "odd_cluster": odd["cluster"] if odd is not None else "none",
+        "odd_pub": float(odd["speedup_published"]) if odd is not None else float("nan"),
+        "odd_re": float(odd["speed-up recomputed"]) if odd is not None else float("nan"),
+        "st_S": float(st["speedup_published"]), "st_mib": float(st["MiB per process"]),
+        "st_l3": l3, "n4096_mib": n4096,
+        "pvs_first_P": int(pvs.index[0]) if pvs is not None else 0,
+        "pvs_first": float(pvs.iloc[0]["ratio"]) if pvs is not None else np.nan,
+        "pvs_last_P": int(pvs.index[-1]) if pvs is not None else 0,
+        "pvs_last": float(pvs.iloc[-1]["ratio"]) if pvs is not None else np.nan,
+    }
