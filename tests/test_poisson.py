@@ -1,0 +1,100 @@
+"""The Poisson experiment: CLI records, the convergence study (Table 3.1's N = 1024 row
+exactly), the prediction from its pieces, speed-ups with intervals, and report 000's tables
+read right."""
+import sys
+
+import numpy as np
+import pytest
+
+from hpclab import launch, models, records, reference
+from hpclab.experiments import poisson as exp
+
+
+@pytest.fixture(scope="module")
+def cli_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("poisson")
+    r = launch.mpirun([sys.executable, "-m", "hpclab", "run", "poisson", "--profile", "quick",
+                       "--out", str(out), "--quiet"], n=2, timeout=300, what="poisson CLI")
+    csvs = list(out.glob("poisson-*.csv"))
+    assert len(csvs) == 1, r.stdout + r.stderr
+    return records.load(csvs[0])
+
+
+def test_cli_writes_every_kind_and_metric(cli_run):
+    df, meta = cli_run
+    assert set(df["metric"]) == set(exp.KERNEL.metric_names)
+    assert set(df["kind"]) == {"convergence", "strong", "compare"}
+    assert set(df["nprocs"]) == {1, 2}
+    assert set(df[df["kind"] == "compare"]["impl"]) == set(exp.IMPLS)
+    assert meta["launcher"] == "mpiexec" and meta["profile"] == "quick"
+
+
+def test_the_convergence_study_is_second_order(cli_run):
+    df, _ = cli_run
+    t = exp.convergence_table(df, reference.load("poisson_convergence"))
+    assert list(t["N"]) == [16, 32, 64]
+    assert (t["iterations"] == t["iterations on 2 ranks"]).all()
+    assert t["Table 3.1 iterations"].isna().all(), "Table 3.1 starts at N = 1024"
+    o = exp.orders(t)
+    assert o["p_low"] < 2 < o["p_high"] or abs(o["p"] - 2) < 0.02
+    with pytest.raises(models.FitError, match="not a fit"):
+        exp.power_law([1, 2], [3, 4])
+    assert exp.memory_table(df).empty, "vectors below 1 MiB are not visible in VmRSS"
+
+
+def test_table_3_1_n_1024_is_reproduced_exactly():
+    code = ("from mpi4py import MPI; from hpclab.kernels import poisson; "
+            "t = poisson.run_c(MPI.COMM_WORLD, n=1024); "
+            "print(int(t[5, 0]), '%.4e' % t[7, 0], t[8, 0] - t[9, 0])")
+    r = launch.mpirun([sys.executable, "-c", code], n=1, timeout=120, what="poisson N=1024")
+    iters, err, growth = r.stdout.split()[-3:]
+    row = reference.load("poisson_convergence").set_index("N").loc[1024]
+    assert int(iters) == row["cg_iterations"] == 1581
+    assert err == f"{row['err_linf']:.4e}" == "3.1266e-06"
+    assert float(growth) == pytest.approx(4 * 1024**2 * 8, rel=0.05), "VmRSS: four vectors"
+
+
+def test_the_iteration_is_predicted_from_its_pieces(cli_run):
+    df, _ = cli_run
+    lam, bandwidth, stream = 2e-6, 5e9, {1: 20.0, 2: 30.0}
+    total, memory, reduce, halo = exp.predicted_iteration(64, 2, lam, bandwidth, stream)
+    assert memory == pytest.approx(88 * 64**2 / 30e9)
+    assert reduce == pytest.approx(2 * lam) and halo == pytest.approx(2 * (lam + 8 * 66 / 5e9))
+    assert exp.predicted_iteration(64, 1, lam, bandwidth, stream)[2:] == (0.0, 0.0)
+    p = exp.predict(df, lam, bandwidth, stream)
+    assert set(p["P"]) == {1, 2}
+    assert ((p["low"] <= p["measured / predicted"]) & (p["measured / predicted"] <= p["high"])).all()
+    s = exp.speedup(df, 64)
+    assert s.set_index("P").loc[1, "speed-up"] == 1.0
+    assert (s["low"] <= s["high"]).all()
+    parts = exp.parts(df)
+    assert (parts >= 0).all().all() and list(parts.index) == [1, 2]
+
+
+def test_report_000_tables_read_right():
+    t31 = reference.load("poisson_convergence")
+    assert list(t31["N"]) == [2**k for k in range(10, 17)]
+    ratios = (t31["err_linf"].shift(1) / t31["err_linf"]).round(2)
+    assert ratios.iloc[1] == 4.01 and t31["err_ratio"].iloc[1] == 4.07  # the printed anomaly
+    np.testing.assert_array_equal(ratios.iloc[2:], t31["err_ratio"].iloc[2:])
+    h = exp.cluster_history(reference.load("poisson_cluster_history"))
+    odd = h[h["differs"]]
+    assert list(odd["cluster"]) == ["maya 2013"]
+    assert odd["speed-up recomputed"].iloc[0] == pytest.approx(746 / 15)
+    st = h[(h["cluster"] == "Stampede2") & (h["P"] == 32) & (h["nodes"] == 32)].iloc[0]
+    assert st["MiB per process"] == 16
+    sc = reference.load("poisson_scaling")
+    assert len(sc) == 996
+    sub = sc.groupby(sc["table"].str[:3])["table"].nunique().to_dict()
+    assert sub == {"4.1": 5, "4.2": 4, "4.3": 5, "6.1": 5, "6.2": 4, "6.3": 5, "7.1": 2, "7.2": 2}
+    pvs = exp.packed_vs_spread(sc)
+    assert pvs.loc[16, "ratio"] == pytest.approx(4827 / 3258, abs=0.005)
+    ref = exp.scaling_reference(sc, "4.1")
+    assert (ref["wall_s"] >= 10).all()
+    one = ref[(ref["N"] == 4096) & (ref["nodes"] == 1) & (ref["mpi_per_node"] == 1)]
+    assert one["speed-up"].iloc[0] == 1.0
+
+
+def test_unknown_implementations_are_refused():
+    with pytest.raises(ValueError, match="unknown poisson implementation"):
+        exp.tasks("quick", impls=("fortran",))
