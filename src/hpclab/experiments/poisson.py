@@ -401,6 +401,19 @@ def packed_vs_spread(sc, table="4.1", N=16384):
     return pd.DataFrame(rows).set_index("P").round(2)
 
 
+def binding_spread(sc, min_seconds=10):
+    """Tables 4.1 to 4.3 side by side (three binding settings, the same runs otherwise):
+    per mesh, nodes and processes per node, the times and the largest relative difference
+    between them, over the entries of at least ``min_seconds`` in all three."""
+    t = sc[sc["table"].str.match(r"4\.[123]\(")]
+    t = t.assign(binding=t["table"].str[:3])
+    w = t.pivot_table(index=["N", "nodes", "mpi_per_node"], columns="binding", values="wall_s")
+    w = w.dropna()
+    w = w[(w >= min_seconds).all(axis=1)]
+    w["spread"] = (w.max(axis=1) - w.min(axis=1)) / w.min(axis=1)
+    return w
+
+
 def cluster_history(hist, N=4096):
     """Table 5.1 with the speed-ups recomputed from the printed times, and each process's
     share of the four vectors (why some runs beat P)."""
@@ -422,23 +435,71 @@ def cluster_display(t):
     return d.round({"speed-up recomputed": 2, "MiB per process": 1}).set_index(["cluster", "run"])
 
 
-def network_table(sc, N=8192):
-    """One process per node on 1 .. 16 nodes at one N over the three networks of Table 6.x
-    (and Stampede2's Table 4.1): seconds."""
+def network_table(sc, N=8192, per_node=(1, 32)):
+    """Seconds at one N over the three networks of Tables 6.1 to 6.3 and Stampede2's
+    Table 4.1, for 1 .. 16 nodes with 1 and with 32 processes per node."""
     t = sc[sc["table"].str.match(r"(4\.1|6\.\d)\(") & (sc["N"] == N)
-           & (sc["threads_per_process"] == 1)]
+           & (sc["threads_per_process"] == 1) & sc["mpi_per_node"].isin(per_node)]
     t = t.assign(where=t["cluster"] + ", " + t["network"])
-    return t.pivot_table(index=["nodes", "mpi_per_node"], columns="where", values="wall_s")
+    out = t.pivot_table(index=["nodes", "mpi_per_node"], columns="where", values="wall_s")
+    out.index.names = ["nodes", "processes per node"]
+    out.columns.name = None
+    return out.astype(int)
+
+
+def network_ratio(sc, N=8192, nodes=16, per_node=32):
+    """Dell zenith's time over 10 Gbps Ethernet against over Omni-Path for one run, with the
+    range the 1-second rounding of both allows: (ratio, low, high, Ethernet s, OPA s)."""
+    t = network_table(sc, N, (per_node,)).loc[(nodes, per_node)]
+    eth = float(t["Dell zenith, 10 Gbps Ethernet"])
+    opa = float(t["Dell zenith, 100 Gbps Omni-Path"])
+    return eth / opa, (eth - 0.5) / (opa + 0.5), (eth + 0.5) / (opa - 0.5), eth, opa
 
 
 def hybrid_table(sc, N=8192, nodes=1):
-    """Tables 7.1/7.2: one node's time per split of its threads between MPI and OpenMP."""
+    """Tables 7.1/7.2: one node's seconds per split of its 32 cores (one thread each) or 64
+    hyperthreads between MPI processes and OpenMP threads."""
     t = sc[sc["table"].str.match(r"7\.\d\(") & (sc["N"] == N) & (sc["nodes"] == nodes)]
-    t = t.assign(split=t["mpi_per_node"].astype(str) + " × " + t["threads_per_process"].astype(str))
-    t = t.assign(hw=np.where(t["table"].str.startswith("7.1"), "32 threads (1 per core)",
-                             "64 threads (2 per core)"))
-    return t.pivot_table(index=["mpi_per_node", "threads_per_process"], columns="hw",
-                         values="wall_s")
+    t = t.assign(hw=np.where(t["table"].str.startswith("7.1"), "32 threads, 1 per core [s]",
+                             "64 threads, 2 per core [s]"))
+    out = t.pivot_table(index="mpi_per_node", columns="hw", values="wall_s")
+    out.index.name = "MPI processes per node"
+    out.columns.name = None
+    return out
+
+
+def _memory_words(mem):
+    if mem.empty:
+        return ("This profile's meshes are too small for `VmRSS` to see their vectors; the "
+                "standard profile goes up to N = 1024")
+    n = int(mem.index[-1])
+    row = mem.iloc[-1]
+    return (f"At N = {n} the prediction is {row['predicted 4·N²·8 [MiB]']:.1f} MiB, or "
+            f"{4 * 8 * (n + 2) ** 2 / MIB:.1f} MiB with the ring of halo points the kernel "
+            f"stores around each vector, and `VmRSS` grew by {row['VmRSS growth [MiB]']:.1f} "
+            f"MiB. The process itself, Python and MPI included, holds "
+            f"{row['VmRSS [MiB]']:.0f} MiB")
+
+
+def _network_numbers(sc):
+    if sc is None:
+        return {}
+    r, low, high, eth, opa = network_ratio(sc)
+    r1 = network_ratio(sc, per_node=1)
+    hy = hybrid_table(sc)
+    return {"net_ratio": r, "net_low": low, "net_high": high, "net_eth": eth, "net_opa": opa,
+            "net1_ratio": r1[0], "net1_low": r1[1], "net1_high": r1[2],
+            "hy_1x32": float(hy.loc[1, "32 threads, 1 per core [s]"]),
+            "hy_32x1": float(hy.loc[32, "32 threads, 1 per core [s]"]),
+            "hy_1x64": float(hy.loc[1, "64 threads, 2 per core [s]"])}
+
+
+def _binding_numbers(sc):
+    if sc is None:
+        return {}
+    b = binding_spread(sc, min_seconds=60)
+    return {"bind_n": len(b), "bind_median": float(b["spread"].median()) * 100,
+            "bind_max": float(b["spread"].max()) * 100}
 
 
 def numbers(run, t31, hist, machines, lam, bandwidth, pp_source, stream_gbs, stream_source,
@@ -489,8 +550,19 @@ def numbers(run, t31, hist, machines, lam, bandwidth, pp_source, stream_gbs, str
         "mem_pred": float(mb.get("predicted 4·N²·8 [MiB]", np.nan)),
         "mem_growth": float(mb.get("VmRSS growth [MiB]", np.nan)),
         "mem_rss": float(mb.get("VmRSS [MiB]", np.nan)),
+        "mem_words": _memory_words(mem),
+        "order_words": ("an interval that holds 2, the second order the 5-point stencil "
+                        "promises" if o["p_low"] <= 2 <= o["p_high"] else
+                        "an interval that misses 2 by "
+                        f"{min(abs(o['p_low'] - 2), abs(o['p_high'] - 2)):.3f}: close to the "
+                        "second order the 5-point stencil promises, but not exactly it"),
         "lam_us": lam * 1e6, "B_GBs": bandwidth / 1e9, "pp_source": pp_source,
         "stream_source": stream_source, "stream1": stream_gbs[1],
+        "stream_gain": stream_gbs.get(pmax, stream_gbs[max(stream_gbs)]) / stream_gbs[1],
+        "halo_kib": 8 * (int(w["n"].max()) + 2) / 1024,
+        "n_super": int((h["speedup_published"] > h["P"]).sum()),
+        **_binding_numbers(reference_scaling),
+        **_network_numbers(reference_scaling),
         "bytes": BYTES, "bytes_wa": BYTES_WA,
         "Npred": int(p1["N"]), "pred1_ms": float(p1["predicted [ms]"]),
         "meas1_ms": float(p1["measured [ms]"]), "ratio1": float(p1["measured / predicted"]),
