@@ -364,11 +364,16 @@ def stacked(table, ax=None, xlabel="", ylabel="", title=None, scale=1.0, labels=
         values = table[col].to_numpy(float) * scale
         ax.bar(x, values, bottom=bottom, color=color, label=label, width=0.6)
         bottom += values
+    if len(bottom) and np.nanmax(bottom) > 0:  # room above the bars for the legend
+        ax.set_ylim(0, np.nanmax(bottom) * 1.45)
     ax.set_xticks(x)
     ax.set_xticklabels([str(v) for v in table.index])
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    return _finish(ax, title)
+    if title:
+        ax.set_title(title)
+    ax.legend(loc="upper center", ncol=3)
+    return ax
 
 
 @_styled

@@ -183,16 +183,19 @@ def convergence_display(table):
     """The study with human column names at the report's precision; — where Table 3.1
     lists no such N."""
     t = table.copy()
-    t["error"] = t["error"].map(lambda v: f"{v:.4e}")
-    t["Table 3.1 error"] = t["Table 3.1 error"].map(lambda v: "—" if pd.isna(v) else f"{v:.4e}")
-    t["Table 3.1 iterations"] = t["Table 3.1 iterations"].map(
-        lambda v: "—" if pd.isna(v) else f"{int(v):,}")
-    t["ratio"] = t["ratio"].map(lambda v: "—" if pd.isna(v) else f"{v:.2f}")
-    t["order"] = t["order"].map(lambda v: "—" if pd.isna(v) else f"{v:.2f}")
-    t["DOF"] = t["DOF"].map(lambda v: f"{v:,}")
-    t["time [s]"] = t["time [s]"].map(lambda v: f"{v:.3g}")
-    t = t.rename(columns={"error": "‖u − u_h‖∞"})
-    return t.set_index("N")
+    many = next(c for c in t.columns if c.startswith("iterations on "))
+    out = pd.DataFrame({"N": t["N"]})
+    nb = "\u2011"  # a hyphen the table does not break the number at
+    out["error"] = t["error"].map(lambda v: f"{v:.4e}".replace("-", nb))
+    out["ratio"] = t["ratio"].map(lambda v: "—" if pd.isna(v) else f"{v:.2f}")
+    out["order"] = t["order"].map(lambda v: "—" if pd.isna(v) else f"{v:.2f}")
+    out["iterations"] = t["iterations"]
+    out[many.replace("iterations on", "on")] = t[many]
+    out["Table 3.1 iterations"] = t["Table 3.1 iterations"].map(
+        lambda v: "—" if pd.isna(v) else f"{int(v)}")
+    out["Table 3.1 error"] = t["Table 3.1 error"].map(
+        lambda v: "—" if pd.isna(v) else f"{v:.4e}".replace("-", nb))
+    return out.set_index("N")
 
 
 def power_law(x, y):
@@ -304,7 +307,7 @@ def predict(df, lam, bandwidth, stream_gbs):
 
 def prediction_display(pred):
     t = pred.copy()
-    t["95% interval"] = [f"{a:.2f} to {b:.2f}" for a, b in zip(t["low"], t["high"])]
+    t["95% interval"] = [f"{a:.2f}–{b:.2f}" for a, b in zip(t["low"], t["high"])]
     t = t.drop(columns=["low", "high", "memory share"])
     return t.round(3).set_index(["N", "P"])
 
@@ -426,13 +429,20 @@ def cluster_history(hist, N=4096):
     return t
 
 
+RUN_LABELS = {"serial (1 core)": "serial", "1 node all cores": "1 node",
+              "32 nodes 1 core per node": "32 × 1 core", "32 nodes all cores": "32 × all cores"}
+
+
 def cluster_display(t):
+    """Table 5.1 one run per line: P, time, published and recomputed speed-up, and MiB of
+    the four vectors per process."""
     d = t[t["wall_s"].notna()].copy()
-    d = d[["cluster", "config", "P", "wall_hhmmss", "speedup_published", "speed-up recomputed",
+    d["run"] = d["config"].map(RUN_LABELS)
+    d = d[["cluster", "run", "P", "wall_hhmmss", "speedup_published", "speed-up recomputed",
            "MiB per process"]]
-    d = d.rename(columns={"config": "run", "wall_hhmmss": "time", "speedup_published":
-                          "speed-up (published)"})
-    return d.round({"speed-up recomputed": 2, "MiB per process": 1}).set_index(["cluster", "run"])
+    d = d.rename(columns={"wall_hhmmss": "time", "speedup_published": "speed-up",
+                          "speed-up recomputed": "recomputed", "MiB per process": "MiB each"})
+    return d.round({"recomputed": 2, "MiB each": 1}).set_index(["cluster", "run"])
 
 
 def network_table(sc, N=8192, per_node=(1, 32)):
@@ -465,18 +475,18 @@ def hybrid_table(sc, N=8192, nodes=1):
     out = t.pivot_table(index="mpi_per_node", columns="hw", values="wall_s")
     out.index.name = "MPI processes per node"
     out.columns.name = None
-    return out
+    return out.apply(lambda col: col.map(lambda v: "—" if pd.isna(v) else f"{int(v)}"))
 
 
 def _memory_words(mem):
     if mem.empty:
-        return ("This profile's meshes are too small for `VmRSS` to see their vectors; the "
+        return ("This profile's meshes are too small for VmRSS to see their vectors; the "
                 "standard profile goes up to N = 1024")
     n = int(mem.index[-1])
     row = mem.iloc[-1]
     return (f"At N = {n} the prediction is {row['predicted 4·N²·8 [MiB]']:.1f} MiB, or "
             f"{4 * 8 * (n + 2) ** 2 / MIB:.1f} MiB with the ring of halo points the kernel "
-            f"stores around each vector, and `VmRSS` grew by {row['VmRSS growth [MiB]']:.1f} "
+            f"stores around each vector, and VmRSS grew by {row['VmRSS growth [MiB]']:.1f} "
             f"MiB. The process itself, Python and MPI included, holds "
             f"{row['VmRSS [MiB]']:.0f} MiB")
 
