@@ -63,6 +63,8 @@ def test_the_iteration_is_predicted_from_its_pieces(cli_run):
     assert exp.predicted_iteration(64, 1, lam, bandwidth, stream)[2:] == (0.0, 0.0)
     p = exp.predict(df, lam, bandwidth, stream)
     assert set(p["P"]) == {1, 2}
+    one = p[p["P"] == 1]
+    assert (one["predicted speed-up"] == 1).all() and (one["measured speed-up"] == 1).all()
     assert ((p["low"] <= p["measured / predicted"]) & (p["measured / predicted"] <= p["high"])).all()
     s = exp.speedup(df, 64)
     assert s.set_index("P").loc[1, "speed-up"] == 1.0
@@ -93,6 +95,21 @@ def test_report_000_tables_read_right():
     assert (ref["wall_s"] >= 10).all()
     one = ref[(ref["N"] == 4096) & (ref["nodes"] == 1) & (ref["mpi_per_node"] == 1)]
     assert one["speed-up"].iloc[0] == 1.0
+
+
+def test_the_kernel_suite_at_three_ranks():
+    """tests/mpi runs at 1, 2 and 4 ranks (test_kernels); the iteration count is also checked
+    at 3, a count that divides none of its meshes."""
+    import warnings
+    from pathlib import Path
+
+    suite = Path(__file__).parent / "mpi" / "test_poisson_mpi.py"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", launch.OversubscriptionWarning)
+        r = launch.mpirun([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
+                           str(suite)], n=3, timeout=300, what="poisson tests on 3 ranks",
+                          check=False)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
 
 
 def test_unknown_implementations_are_refused():

@@ -61,3 +61,16 @@ def compare(a, b, names=("a", "b"), seed=0):
     low, high = np.percentile(ra / rb, [tail, 100 - tail])
     return Comparison(float(np.median(a) / np.median(b)), float(low), float(high), a.size,
                       b.size, *names)
+
+
+def median_interval(values, seed=0):
+    """(median, low, high): the median of repeated measurements with its 95% percentile-
+    bootstrap interval. At least two values are needed."""
+    v = np.asarray(values, dtype=float).ravel()
+    if v.size < 2:
+        raise ValueError(f"an interval needs at least 2 measurements, got {v.size}")
+    rng = np.random.default_rng(seed)
+    boot = np.median(rng.choice(v, (BOOTSTRAP, v.size)), axis=1)
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(boot, [tail, 100 - tail])
+    return float(np.median(v)), float(low), float(high)

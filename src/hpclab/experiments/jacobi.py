@@ -18,7 +18,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from hpclab import launch, models, profiles, records
+from hpclab import launch, models, profiles, records, stats
 from hpclab.experiments import in_job, on_engines
 from hpclab.kernels import registry
 
@@ -176,6 +176,20 @@ def predict(df, lam, bandwidth, stream_gbs, bytes_per_update=None):
     cells = w["L"] ** 3 * w["nprocs"]
     w["predicted"] = cells / (w["T_s"] + w["T_c"]) / 1e6
     w["predicted_roof"] = cells / (w["T_s_roof"] + w["T_c"]) / 1e6
+    t = records.table(df)
+    t = t[(t["kind"] == "weak") & (t["impl"] == "c") & (~t["overlap"]) & (t["metric"] == "sweep")]
+    lows, highs = [], []
+    for row in w.itertuples():
+        s = t[(t["L"] == row.L) & (t["decomposition"] == row.decomposition)
+              & (t["nprocs"] == row.nprocs)]["value"].to_numpy(float)
+        if s.size >= 2:  # MLUP/s falls as the sweep time rises: the interval swaps ends
+            _, fast, slow = stats.median_interval(s)
+            lows.append(row.points / slow / 1e6 / row.predicted)
+            highs.append(row.points / fast / 1e6 / row.predicted)
+        else:
+            lows.append(np.nan)
+            highs.append(np.nan)
+    w["ratio_low"], w["ratio_high"] = lows, highs
     return w
 
 
@@ -263,6 +277,8 @@ def prediction_table(pred):
               "halo_share"]].copy()
     t["halo_share"] = t["halo_share"] * 100
     t["measured / predicted"] = t["mlups"] / t["predicted"]
+    t["95% interval"] = [f"{a:.2f}–{b:.2f}" if np.isfinite(a) else "—"
+                         for a, b in zip(pred["ratio_low"], pred["ratio_high"])]
     return t.rename(columns={"nprocs": "P", "predicted": "predicted [MLUP/s]",
                              "predicted_roof": "from the roofline [MLUP/s]",
                              "mlups": "measured [MLUP/s]", "halo_share": "halo [%]",
@@ -323,6 +339,7 @@ def numbers(run, lam, bandwidth, pp_source, stream_gbs, stream_source, t5, orfeo
         "roof_share": float(L1["mlups"] / (stream_gbs[1] * 1e9 / per / 1e6)) * 100,
         "cube_pred": float(cube["predicted"]), "cube_meas": float(cube["mlups"]),
         "cube_ratio": ratio, "cube_halo": float(cube["halo_share"]) * 100,
+        "cube_ratio_low": float(cube["ratio_low"]), "cube_ratio_high": float(cube["ratio_high"]),
         "cube_k": int(cube["k"]),
         "B_halo_GBs": float(halo_big["B_halo"].median()) / 1e9 if not halo_big.empty
         else float("nan"),

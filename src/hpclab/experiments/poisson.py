@@ -276,18 +276,6 @@ def predicted_iteration(n, p, lam, bandwidth, stream_gbs, per_point=BYTES):
     return memory + reduce + halo, memory, reduce, halo
 
 
-def median_interval(values, seed=0):
-    """(median, low, high): the median of repeated measurements with a 95% bootstrap
-    interval (at least two values)."""
-    v = np.asarray(values, float)
-    if v.size < 2:
-        raise ValueError(f"an interval needs at least 2 measurements, got {v.size}")
-    rng = np.random.default_rng(seed)
-    boot = np.median(rng.choice(v, (stats.BOOTSTRAP, v.size)), axis=1)
-    low, high = np.percentile(boot, [2.5, 97.5])
-    return float(np.median(v)), float(low), float(high)
-
-
 def predict(df, lam, bandwidth, stream_gbs):
     """Predicted (88 and 96 bytes per point) beside measured seconds per iteration for every
     strong run (interleaved), with the measured/predicted ratio and its 95% interval."""
@@ -295,14 +283,19 @@ def predict(df, lam, bandwidth, stream_gbs):
     for (n, p), _ in wide(df)[lambda w: (w["kind"] == "strong") & w["interleave"]].groupby(
             ["n", "nprocs"]):
         s = samples(df, "iteration", kind="strong", n=n, nprocs=p, interleave=True)
-        med, low, high = median_interval(s)
+        med, low, high = stats.median_interval(s)
         total, memory, reduce, halo = predicted_iteration(n, p, lam, bandwidth, stream_gbs)
         wa = predicted_iteration(n, p, lam, bandwidth, stream_gbs, BYTES_WA)[0]
         rows.append({"N": n, "P": p, "predicted [ms]": total * 1e3,
                      "with write-allocate [ms]": wa * 1e3, "measured [ms]": med * 1e3,
                      "measured / predicted": med / total, "low": low / total,
                      "high": high / total, "memory share": memory / total})
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    for col, name in (("predicted [ms]", "predicted speed-up"),
+                      ("measured [ms]", "measured speed-up")):
+        one = out[out["P"] == 1].set_index("N")[col]
+        out[name] = out["N"].map(one) / out[col]
+    return out
 
 
 def prediction_display(pred):
@@ -582,6 +575,7 @@ def numbers(run, t31, hist, machines, lam, bandwidth, pp_source, stream_gbs, str
         "ratiop_low": float(pp["low"]), "ratiop_high": float(pp["high"]),
         "S_max": float(smax["speed-up"]), "S_low": float(smax["low"]),
         "S_high": float(smax["high"]), "S_P": int(smax["P"]),
+        "S_pred": float(pp["predicted speed-up"]),
         "interleave_words": interleave_words(df),
         "odd_cluster": odd["cluster"] if odd is not None else "none",
         "odd_pub": float(odd["speedup_published"]) if odd is not None else float("nan"),
