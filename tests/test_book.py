@@ -34,6 +34,23 @@ def test_book_run_saved_its_records(book, slug):
     assert list(results.glob(f"{slug}-*.csv")) and list(results.glob(f"{slug}-*.json"))
 
 
+@pytest.mark.parametrize("slug", CHAPTERS)
+def test_every_chapter_offers_its_data_for_download(book, root, slug):
+    """The build machine's records and metadata, and every reference dataset the page loads."""
+    import re
+
+    html, _ = book
+    downloads = {p.name for p in (html / "_downloads").rglob("*") if p.is_file()}
+    assert {f"{slug}-records.csv", f"{slug}-records.json"} <= downloads
+    text = (root / "book" / slug / "index.md").read_text()
+    for name in set(re.findall(r'reference\.load\("(\w+)"\)', text)):
+        assert f"{name}.csv" in downloads, f"{slug} loads {name} but does not offer it"
+    from hpclab import records
+
+    df, meta = records.load(root / "book" / slug / "data" / f"{slug}-records.csv")
+    assert set(df["experiment"]) == {slug} and meta["experiment"] == slug
+
+
 def test_no_solution_or_hidden_test_text_in_the_build(book):
     html, _ = book
     for path in html.parent.rglob("*"):

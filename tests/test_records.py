@@ -34,6 +34,18 @@ def test_save_writes_csv_and_json_and_never_overwrites(tmp_path):
     assert not list(tmp_path.glob(".*tmp")), "temporary files left behind"
 
 
+def test_save_can_publish_under_names_that_stay(tmp_path):
+    run = records.Run(sample(), records.metadata("pingpong", "quick"))
+    for _ in range(2):
+        run.save(tmp_path / "results", publish=tmp_path / "data")
+    assert len(list((tmp_path / "results").glob("*.csv"))) == 2
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == [
+        "pingpong-records.csv", "pingpong-records.json"]
+    back, meta = records.load(tmp_path / "data" / "pingpong-records.csv")
+    pd.testing.assert_frame_equal(back, run.records)
+    assert meta["records"] == "pingpong-records.csv" and meta["run_id"] == run.meta["run_id"]
+
+
 def test_atomic_write_refuses_to_replace(tmp_path):
     target = tmp_path / "x.csv"
     target.write_text("earlier run")
