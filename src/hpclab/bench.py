@@ -53,6 +53,20 @@ def table(title, rows, columns, fmt="{:.3f}"):
         print("".join(f"{c:>{w}}" for c, w in zip(r, widths)))
 
 
+def rounds(module, args, count, n, timeout, bind, what):
+    """Run ``python -m <module> _ours ARGS`` under mpiexec on n ranks ``count`` times and
+    return what each round emitted (:mod:`hpclab.protocol`), reporting progress on stderr."""
+    from hpclab import launch, protocol
+
+    out = []
+    for r in range(count):
+        res = launch.mpirun([sys.executable, "-m", module, "_ours", *map(str, args)], n=n,
+                            timeout=timeout, mpi_args=bind, what=what)
+        out.append(protocol.last(res.stdout, f"the {what}"))
+        print(f"round {r + 1}/{count} done", file=sys.stderr)
+    return out
+
+
 def script(module, argv, ours):
     """The entry point of a kernel's bench module: ``python -m <module> _ours ARGS`` runs
     ``ours(*ARGS)`` (the measured part, under mpiexec); anything else is the bench itself,

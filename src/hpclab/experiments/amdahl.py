@@ -27,6 +27,7 @@ import pandas as pd
 
 from hpclab import launch, models, profiles, records
 from hpclab.experiments import in_job, on_engines
+from hpclab.experiments.stream import add_bandwidth as stream_add  # noqa: F401
 from hpclab.kernels import registry
 
 NAME = "amdahl"
@@ -335,30 +336,6 @@ def phase_bars(df, impl="c", distribution="none", shape=None):
     ph = ph[(ph["impl"] == impl) & (ph["distribution"] == distribution)
             & (ph["shape"] == shape) & (ph["metric"] != "total")]
     return ph.pivot(index="nprocs", columns="metric", values="median")[list(PHASE_LABELS)]
-
-
-def stream_add(profile=None, procs=None):
-    """STREAM add bandwidth in GB/s per thread count (1 .. cores, close binding): from the
-    newest saved STREAM records, else measured now with STREAM's array size. Returns
-    ({threads: GB/s}, where it came from)."""
-    from hpclab.experiments import stream
-
-    saved = records.latest("stream")
-    if saved is not None:
-        saved_df, saved_meta = saved
-        s = stream.summary(saved_df)
-        s = s[(s["impl"] == "c") & (s["op"] == "add") & (s["bind"] == "close")
-              & (s["membind"] == s["cpunodebind"])]
-        if not s.empty:
-            return ({int(r.nthreads): float(r.best) for r in s.itertuples()},
-                    f"the STREAM records of {saved_meta['utc_time']}")
-    n = stream.array_elements("standard")
-    out = {}
-    for threads in range(1, (procs or NPROCS) + 1):
-        res = stream.run_threads("c", threads, "close", n, 6)
-        add = np.asarray(res["times"])[stream.KERNEL.metric_names.index("add")]
-        out[threads] = 24 * n / float(add.min()) / 1e9
-    return out, "STREAM add measured here (C, close binding, STREAM's array size)"
 
 
 def roofline_points(df, stream_gbs, impl="c", distribution="none", shape=None):

@@ -20,6 +20,8 @@ import pandas as pd
 
 from hpclab import launch, models, profiles, records, stats
 from hpclab.experiments import in_job, on_engines
+from hpclab.experiments.pingpong import hockney_model as pingpong_model  # noqa: F401
+from hpclab.experiments.stream import add_bandwidth as stream_bandwidth  # noqa: F401
 from hpclab.kernels import registry
 
 NAME = "jacobi"
@@ -135,30 +137,6 @@ def wide(df):
     w["halo_share"] = w["halo"] / (w["halo"] + w["compute"])
     w["k"] = w["cut"].astype(int)
     return w
-
-
-def pingpong_model(profile=None, engines=None):
-    """(λ in s, B in B/s, where they came from): Hockney fitted to the newest PingPong
-    records of the C kernel, else to a PingPong measured now."""
-    from hpclab.experiments import pingpong
-
-    saved = records.latest("pingpong")
-    if saved is not None:
-        df, meta = saved
-        source = f"the PingPong records of {meta['utc_time']}"
-    else:
-        df, meta = pingpong.run(profile=profile or "quick", impls=("c",), engines=engines,
-                                progress=False)
-        source = "a PingPong measured here"
-    f = pingpong.fit(df, "c")["hockney"]
-    return max(f["lambda"], 0.0), f["B"], source
-
-
-def stream_bandwidth(procs=None):
-    """STREAM add per thread count in GB/s (see :func:`hpclab.experiments.amdahl.stream_add`)."""
-    from hpclab.experiments.amdahl import stream_add
-
-    return stream_add(procs=procs)
 
 
 def predict(df, lam, bandwidth, stream_gbs, bytes_per_update=None):

@@ -302,3 +302,18 @@ def reference_numbers(fits, ul, ul_fits, orfeo_table, exchange, lat_c_us):
             "tcp_vs_ucx": orfeo_table.loc["internode", "Ob1 TCP [µs]"] / ucx["internode"],
             "ex_ompi": ef[("Open MPI 1.8.1", 40)], "ex_mvapich": ef[("MVAPICH2 1.9", 40)],
             "ex_ratio": ef[("Open MPI 1.8.1", 40)] / ef[("MVAPICH2 1.9", 40)]}
+
+
+def hockney_model(profile=None, engines=None):
+    """(λ in s, B in B/s, where they came from): Hockney fitted to the newest PingPong
+    records of the C kernel, else to a PingPong measured now."""
+    saved = records.latest("pingpong")
+    if saved is not None:
+        df, meta = saved
+        source = f"the PingPong records of {meta['utc_time']}"
+    else:
+        df, meta = run(profile=profile or "quick", impls=("c",), engines=engines,
+                                progress=False)
+        source = "a PingPong measured here"
+    f = fit(df, "c")["hockney"]
+    return max(f["lambda"], 0.0), f["B"], source

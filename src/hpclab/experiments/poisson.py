@@ -21,6 +21,8 @@ import pandas as pd
 
 from hpclab import launch, models, profiles, records, stats
 from hpclab.experiments import in_job, on_engines
+from hpclab.experiments.pingpong import hockney_model as pingpong_model  # noqa: F401
+from hpclab.experiments.stream import add_bandwidth as stream_bandwidth  # noqa: F401
 from hpclab.kernels import registry
 
 NAME = "poisson"
@@ -248,20 +250,6 @@ def parts(df, n=None, interleave=True):
     t["other"] = np.maximum(w["iteration"] - t.sum(axis=1), 0)
     t.index.name = "P"
     return t
-
-
-def stream_bandwidth(procs=None):
-    """STREAM add per thread count in GB/s (see :func:`hpclab.experiments.amdahl.stream_add`)."""
-    from hpclab.experiments.amdahl import stream_add
-
-    return stream_add(procs=procs)
-
-
-def pingpong_model(profile=None, engines=None):
-    """(λ, B, source) of the PingPong chapter's Hockney fit (see the Jacobi experiment)."""
-    from hpclab.experiments.jacobi import pingpong_model as pm
-
-    return pm(profile, engines)
 
 
 def predicted_iteration(n, p, lam, bandwidth, stream_gbs, per_point=BYTES):

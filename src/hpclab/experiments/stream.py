@@ -510,3 +510,25 @@ def numbers(run, sat, ul, ul_fit, hh, sh, roofs, nodeperf):
             f"curve: within its {threads_measured} cores each thread still adds about "
             f"{sat['b1'] / 1e9:.1f} GB/s, and its ceiling lies beyond what it can measure"),
     }
+
+
+def add_bandwidth(profile=None, procs=None):
+    """STREAM add bandwidth in GB/s per thread count (1 .. cores, close binding): from the
+    newest saved STREAM records, else measured now with STREAM's array size. Returns
+    ({threads: GB/s}, where it came from)."""
+    saved = records.latest("stream")
+    if saved is not None:
+        saved_df, saved_meta = saved
+        s = summary(saved_df)
+        s = s[(s["impl"] == "c") & (s["op"] == "add") & (s["bind"] == "close")
+              & (s["membind"] == s["cpunodebind"])]
+        if not s.empty:
+            return ({int(r.nthreads): float(r.best) for r in s.itertuples()},
+                    f"the STREAM records of {saved_meta['utc_time']}")
+    n = array_elements("standard")
+    out = {}
+    for threads in range(1, (procs or launch.usable_cores()) + 1):
+        res = run_threads("c", threads, "close", n, 6)
+        add = np.asarray(res["times"])[KERNEL.metric_names.index("add")]
+        out[threads] = 24 * n / float(add.min()) / 1e9
+    return out, "STREAM add measured here (C, close binding, STREAM's array size)"

@@ -54,14 +54,10 @@ def run(args):
     print(__doc__.split("\n\n", 1)[1].replace("``", ""))
     print(f"ranks: {ranks}, binding: {' '.join(bind) or 'none'}; shape {nx}x{ny}x{nz}; "
           f"{args.rounds} rounds")
-    rounds = []
-    for r in range(args.rounds):
-        res = launch.mpirun([sys.executable, "-m", "hpclab.kernels.amdahl.bench", "_ours",
-                             f"{nx}x{ny}x{nz}"], n=ranks, timeout=TIMEOUT, mpi_args=bind,
-                            what="amdahl addition against STREAM add")
-        rounds.append(protocol.last(res.stdout, "the amdahl bench"))
-        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
-    from hpclab.bench import spread, table
+    from hpclab.bench import rounds as bench_rounds, spread, table
+
+    rounds = bench_rounds("hpclab.kernels.amdahl.bench", [f"{nx}x{ny}x{nz}"],
+                          args.rounds, ranks, TIMEOUT, bind, "amdahl addition against STREAM add")
 
     names = ("c", "cython", "stream_add")
     table("Addition bandwidth [GB/s], all ranks: median over rounds [min-max]",

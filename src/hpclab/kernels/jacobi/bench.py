@@ -51,14 +51,10 @@ def run(args):
     print(__doc__.split("\n\n", 1)[1])
     print(f"ranks: {ranks}, binding: {' '.join(bind) or 'none'}; L = {args.L}; "
           f"{args.rounds} rounds")
-    rounds = []
-    for r in range(args.rounds):
-        res = launch.mpirun([sys.executable, "-m", "hpclab.kernels.jacobi.bench", "_ours",
-                             str(args.L)], n=ranks, timeout=TIMEOUT, mpi_args=bind,
-                            what="jacobi sweeps against STREAM add")
-        rounds.append(protocol.last(res.stdout, "the jacobi bench"))
-        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
-    from hpclab.bench import spread, table
+    from hpclab.bench import rounds as bench_rounds, spread, table
+
+    rounds = bench_rounds("hpclab.kernels.jacobi.bench", [str(args.L)],
+                          args.rounds, ranks, TIMEOUT, bind, "jacobi sweeps against STREAM add")
 
     for o in rounds:
         o["roof24"] = o["stream_add"] * 1e9 / 24 / 1e6

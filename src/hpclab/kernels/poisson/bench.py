@@ -54,14 +54,11 @@ def run(args):
     print(__doc__.split("\n\n", 1)[1])
     print(f"ranks: {ranks}, binding: {' '.join(bind) or 'none'}; N = {args.N}, "
           f"{args.iterations} iterations; {args.rounds} rounds")
-    rounds = []
-    for r in range(args.rounds):
-        res = launch.mpirun([sys.executable, "-m", "hpclab.kernels.poisson.bench", "_ours",
-                             str(args.N), str(args.iterations)], n=ranks, timeout=TIMEOUT,
-                            mpi_args=bind, what="poisson iterations against STREAM add")
-        rounds.append(protocol.last(res.stdout, "the poisson bench"))
-        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
-    from hpclab.bench import spread, table
+    from hpclab.bench import rounds as bench_rounds, spread, table
+
+    rounds = bench_rounds("hpclab.kernels.poisson.bench", [str(args.N), str(args.iterations)],
+                          args.rounds, ranks, TIMEOUT, bind,
+                          "poisson iterations against STREAM add")
 
     per, wa = KERNEL.extra["bytes_per_point"], KERNEL.extra["bytes_per_point_write_allocate"]
     for o in rounds:
