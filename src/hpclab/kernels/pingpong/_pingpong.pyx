@@ -104,6 +104,7 @@ def run_cython(MPI.Comm comm not None, Py_ssize_t nbytes, int warmup, int iterat
                         sbuf[i] = hpclab_pingpong_pattern(i, seed)
                     memset(rbuf, 0, nbytes)
                 MPI_Barrier(c)
+                _round_trips(c, rank, sbuf, rbuf, count, 1)  # lines the ranks up (pingpong.c)
                 t0 = MPI_Wtime()
                 _round_trips(c, rank, sbuf, rbuf, count, iterations)
                 if rank < 2:
