@@ -1,6 +1,7 @@
 """Kernel correctness under mpiexec: the tests/mpi suite at 1, 2 and 4 ranks (it runs unchanged
 at each), and every declared kernel's correctness matrix (``python -m hpclab check``) at the
 rank counts its declaration names, so a new kernel is checked without a new test file."""
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -75,11 +76,21 @@ def test_check_refuses_rank_counts_below_the_kernels_minimum():
     assert "Traceback" not in r.stderr
 
 
+OTHER_MPI = {"open mpi": ("MPICH Version:      4.2.0\nMPICH Release date: ...", "MPICH"),
+             "mpich": ("Open MPI v5.0.3, package: ...\x00", "Open MPI")}
+
+
 def test_build_mismatch_is_explained(monkeypatch):
+    """Kernels built with one MPI refuse to run under the other, in either direction."""
     from mpi4py import MPI
 
     import hpclab.kernels as k
 
-    monkeypatch.setattr(MPI, "Get_library_version", lambda: "Open MPI v5.0.3, package: ...")
-    with pytest.raises(k.BuildMismatchError, match="compiled against MPICH.*Open MPI"):
+    built = k.build_info()["mpi_library"]
+    family = k._family(built)
+    assert family in OTHER_MPI, built
+    other, name = OTHER_MPI[family]
+    monkeypatch.setattr(MPI, "Get_library_version", lambda: other)
+    with pytest.raises(k.BuildMismatchError,
+                       match=f"compiled against {re.escape(built)}.*loaded {name}"):
         k.check_mpi_match()

@@ -190,3 +190,36 @@ def test_engines_stop_when_the_python_that_started_them_exits(tmp_path):
     pids = protocol.last(r.stdout)["pids"]
     assert r.returncode == 0 and len(pids) == 2
     assert not wait_dead(pids), "engines outlived the Python that started them"
+
+
+def test_a_binding_launcher_does_not_shrink_the_machine():
+    """Pinned to one core each (as Open MPI and srun pin), ranks still see the job's cores."""
+    code = ("from hpclab import launch, protocol\n"
+            "protocol.emit({'usable': launch.usable_cores(), 'own': launch.rank_cores()})\n")
+    n = 2 if launch.rank_cores() >= 2 else 1
+    r = launch.mpirun([sys.executable, "-c", code], n=n, timeout=120,
+                      mpi_args=launch.bind_to_core(n))
+    from hpclab import protocol
+
+    seen = protocol.parse(r.stdout)
+    assert len(seen) == n
+    assert all(s["own"] == 1 for s in seen), seen
+    assert all(s["usable"] == launch.rank_cores() for s in seen), seen
+
+
+def test_slurm_allocation_sets_the_core_count(monkeypatch):
+    monkeypatch.setenv("SLURM_CPUS_ON_NODE", "24")
+    assert launch.usable_cores() == 24
+    monkeypatch.setenv("SLURM_STEP_ID", "0")
+    monkeypatch.setenv("SLURM_PROCID", "0")
+    assert launch.launcher_name() == "srun"
+
+
+def test_open_mpi_overload_binding_above_the_cores(monkeypatch):
+    monkeypatch.setattr(launch, "mpi_family", lambda: "openmpi")
+    cores = launch.usable_cores()
+    assert launch.bind_to_core(cores) == ["--bind-to", "core", "--map-by", "core"]
+    assert launch.bind_to_core(cores + 1)[1] == "core:overload-allowed"
+    assert launch._allow_overload(["--bind-to", "core"], cores + 1) == \
+        ["--bind-to", "core:overload-allowed"]
+    assert launch._allow_overload(["--bind-to", "core"], cores) == ["--bind-to", "core"]

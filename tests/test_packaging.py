@@ -60,7 +60,9 @@ def _setup_py(env, tmp_path):
 
 
 def test_missing_mpi_wrapper_says_what_to_install(tmp_path):
-    r = _setup_py({"MPICC": "", "PATH": "/usr/bin:/bin"}, tmp_path)
+    # a PATH with no MPI at all (/usr/bin may hold a system MPI's mpicc)
+    (tmp_path / "no-mpi").mkdir()
+    r = _setup_py({"MPICC": "", "PATH": str(tmp_path / "no-mpi")}, tmp_path)
     assert r.returncode != 0
     assert "no MPI C compiler wrapper found" in r.stderr and "pip install mpich" in r.stderr
     assert "Traceback" not in r.stderr

@@ -6,7 +6,7 @@ import sys
 import pandas as pd
 import pytest
 
-from hpclab import launch, models, records
+from hpclab import kernels, launch, models, records
 from hpclab.experiments import pingpong
 
 
@@ -26,7 +26,10 @@ def test_cli_writes_csv_and_json_records(cli_run):
     assert set(df["impl"]) == set(pingpong.IMPLS)
     assert (df["nprocs"] == 2).all() and (df["value"] > 0).all()
     assert meta["profile"] == "quick" and meta["launcher"] == "mpiexec"
-    assert meta["machine"]["mpi"]["library"].startswith("MPICH")
+    mpi = meta["machine"]["mpi"]
+    # the library mpi4py runs, without Open MPI's trailing NUL, is the one the kernels were built with
+    assert "\x00" not in mpi["library_version"] and mpi["library"] == mpi["library"].strip()
+    assert kernels._family(mpi["kernels_built_with"]) == kernels._family(mpi["library"])
     assert [p["rank"] for p in meta["placement"]] == [0, 1] and meta["placement"][0]["cpus"]
     assert {p["thread_level"] for p in meta["placement"]} == {"funneled"}
     assert json.loads(jsons[0].read_text())["records"] == csvs[0].name

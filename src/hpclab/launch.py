@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
+import json
 import os
 import re
 import shutil
@@ -52,12 +54,59 @@ class MPILaunchError(RuntimeError):
     """mpiexec or the engines could not be started, or an MPI program failed."""
 
 
-def usable_cores():
-    """Cores this process may run on (its affinity mask), at least 1."""
+def rank_cores():
+    """CPUs this process may run on (its own affinity mask), at least 1.
+
+    Under a launcher that binds (Open MPI's mpiexec binds each of 2 ranks to one core,
+    ``srun --cpu-bind=cores`` too) this is the rank's binding, not the machine."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
         return max(1, os.cpu_count() or 1)
+
+
+# set in the environment of every rank by the launchers hpclab meets
+_RANK_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK", "MPI_LOCALNRANKS")
+
+
+def _affinity_of(pid):
+    """The number of CPUs in another process's affinity mask (Linux), or None."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    m = re.search(r"^Cpus_allowed_list:\s*(\S+)", text, re.MULTILINE)
+    if not m:
+        return None
+    count = 0
+    for part in m.group(1).split(","):
+        lo, _, hi = part.partition("-")
+        count += int(hi or lo) - int(lo) + 1
+    return count
+
+
+def usable_cores():
+    """Cores the job may use on this node, at least 1.
+
+    In a Slurm job: the CPUs Slurm gave the job on this node (``SLURM_CPUS_ON_NODE``).
+    In a rank started by mpiexec: the launcher's own affinity (a binding launcher pins
+    each rank to one core, which says nothing about how many cores the job has).
+    Elsewhere: this process's affinity mask. :func:`rank_cores` is the rank's own mask.
+    """
+    own = rank_cores()
+    slurm = os.environ.get("SLURM_CPUS_ON_NODE", "")
+    if slurm.isdigit() and int(slurm) > 0:
+        return int(slurm)
+    if any(v in os.environ for v in _RANK_VARIABLES):
+        return max(own, _affinity_of(os.getppid()) or 0)
+    return own
+
+
+def launcher_name():
+    """How this MPI job was started, for the records: 'srun' inside a Slurm job step,
+    'mpiexec' otherwise."""
+    return "srun" if "SLURM_STEP_ID" in os.environ and "SLURM_PROCID" in os.environ \
+        else "mpiexec"
 
 
 def check_ranks(n, what="this run"):
@@ -89,11 +138,39 @@ def find_mpiexec():
         "`make setup`), load your cluster's MPI module, or set MPIEXEC=/path/to/mpiexec")
 
 
+@functools.lru_cache(maxsize=None)
+def mpi_library():
+    """The MPI library mpi4py loads: {'version': its version string, 'standard': 'M.m'},
+    found without initialising MPI in this process.
+
+    Importing ``mpi4py.MPI`` initialises MPI, and under Open MPI a process that does so
+    outside mpiexec starts a daemon of its own: a process that only launches jobs asks a
+    short-lived child instead (unless it already runs MPI)."""
+    mod = sys.modules.get("mpi4py.MPI")
+    if mod is not None:
+        text, standard = mod.Get_library_version(), "{}.{}".format(*mod.Get_version())
+    else:
+        code = ("import json, mpi4py; mpi4py.rc.initialize = False; mpi4py.rc.finalize = False\n"
+                "from mpi4py import MPI\n"
+                "print(json.dumps([MPI.Get_library_version(), '{}.{}'.format(*MPI.Get_version())]))")
+        try:
+            done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                  timeout=60)
+            text, standard = json.loads(done.stdout.strip().splitlines()[-1])
+        except (subprocess.TimeoutExpired, ValueError, IndexError) as exc:
+            raise MPILaunchError(f"mpi4py does not load an MPI library here: {exc}") from None
+    # Open MPI ends its version string with a NUL
+    return {"version": text.replace("\x00", "").strip(), "standard": standard}
+
+
+def library_version():
+    """The version string of the MPI library mpi4py loads (see :func:`mpi_library`)."""
+    return mpi_library()["version"]
+
+
 def mpi_family():
     """'openmpi', 'mpich' or 'other', from the library mpi4py loads."""
-    from mpi4py import MPI
-
-    text = MPI.Get_library_version().lower()
+    text = library_version().lower()
     if "open mpi" in text:
         return "openmpi"
     if "mpich" in text or "mvapich" in text or "intel" in text:
@@ -113,11 +190,27 @@ def mpiexec_options(n):
     return args, env
 
 
-def bind_to_core():
+def _allow_overload(mpi_args, n):
+    """Open MPI refuses ``--bind-to core`` with more ranks than cores ("binding more
+    processes than cpus"): above the core count the binding becomes
+    ``core:overload-allowed`` (correctness runs; timings there are meaningless anyway)."""
+    mpi_args = [str(a) for a in mpi_args]
+    if n <= usable_cores() or mpi_family() != "openmpi":
+        return mpi_args
+    out = list(mpi_args)
+    for i, arg in enumerate(out[:-1]):
+        if arg in ("--bind-to", "-bind-to") and ":" not in out[i + 1]:
+            out[i + 1] += ":overload-allowed"
+    return out
+
+
+def bind_to_core(n=None):
     """mpiexec options that pin each rank to one core, filling one socket first
-    (MPICH's Hydra and Open MPI spell them differently)."""
+    (MPICH's Hydra and Open MPI spell them differently). With n ranks above the
+    cores, Open MPI is told that overloading is allowed."""
     if mpi_family() == "openmpi":
-        return ["--bind-to", "core", "--map-by", "core"]
+        core = "core:overload-allowed" if n and n > usable_cores() else "core"
+        return ["--bind-to", core, "--map-by", "core"]
     return ["-bind-to", "core", "-map-by", "core"]
 
 
@@ -180,7 +273,8 @@ def mpirun(args, n, timeout=DEFAULT_TIMEOUT, what=None, mpi_args=(), env=None, c
     what = what or " ".join(map(str, args))
     check_ranks(n, what)
     extra_args, extra_env = mpiexec_options(n)
-    cmd = [find_mpiexec(), *extra_args, *map(str, mpi_args), "-n", str(n), *map(str, args)]
+    cmd = [find_mpiexec(), *extra_args, *_allow_overload(mpi_args, n), "-n", str(n),
+           *map(str, args)]
     result = run_process(cmd, timeout=timeout, what=what, where=f" on {n} MPI ranks",
                          env={**os.environ, **extra_env, **(env or {})}, cwd=cwd)
     if check and result.returncode != 0:
@@ -346,7 +440,8 @@ class Engines:
                               log_level=40)
         cluster.config.MPIEngineSetLauncher.environment = {**extra_env, **self.environment}
         cluster.config.MPIEngineSetLauncher.mpi_cmd = [find_mpiexec()]
-        cluster.config.MPIEngineSetLauncher.mpi_args = extra_args + self.mpi_args
+        cluster.config.MPIEngineSetLauncher.mpi_args = extra_args + _allow_overload(
+            self.mpi_args, self.n)
         self.cluster = cluster
         try:
             cluster.start_controller_sync()

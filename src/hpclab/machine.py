@@ -129,11 +129,13 @@ def mpi():
             "kernels_built_with": None, "compiler": None, "mpicc": None}
     try:
         import mpi4py
-        from mpi4py import MPI
 
-        text = MPI.Get_library_version().strip()
-        info.update(library=" ".join(text.splitlines()[0].split()), library_version=text,
-                    standard="{}.{}".format(*MPI.Get_version()), mpi4py=mpi4py.__version__)
+        from hpclab.launch import mpi_library
+
+        lib = mpi_library()
+        info.update(library=" ".join(lib["version"].splitlines()[0].split()),
+                    library_version=lib["version"], standard=lib["standard"],
+                    mpi4py=mpi4py.__version__)
     except Exception as exc:  # no MPI at all is worth recording, not crashing on
         info["library"] = f"unavailable: {exc}"
     try:
@@ -152,13 +154,17 @@ def describe():
     """Everything above in one JSON-ready dict."""
     import numpy
 
+    from hpclab import launch
+
     return {
         "hostname": socket.gethostname(),
         "os": f"{platform.system()} {platform.release()}",
         "machine": platform.machine(),
         "cpu_model": cpu_model(),
         **topology(),
-        "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        # the cores the job may use on this node, and those of this process's own binding
+        "usable_cores": launch.usable_cores(),
+        "rank_cpus": launch.rank_cores(),
         "numa_nodes": len(numa_nodes()) or 1,
         "numa_cpus": {str(k): v for k, v in numa_nodes().items()},
         "caches": caches(),

@@ -99,4 +99,5 @@ def in_job(exp, todo, comm=None, profile=None, progress=True, extra=None):
             call(**task)
         return None
     df = sweep(exp.NAME, todo, call, progress)
-    return records.Run(df, _meta(exp, profile, comm.Get_size(), "mpiexec", placement, (), extra))
+    return records.Run(df, _meta(exp, profile, comm.Get_size(), launch.launcher_name(), placement,
+                                 (), extra))

@@ -67,7 +67,7 @@ def check_mpi_match():
     from mpi4py import MPI
 
     built = build_info()["mpi_library"]
-    running = MPI.Get_library_version()
+    running = MPI.Get_library_version().replace("\x00", "")
     if _family(built) != _family(running):
         raise BuildMismatchError(
             f"the kernels were compiled against {built}, but mpi4py loaded "
