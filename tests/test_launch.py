@@ -223,3 +223,14 @@ def test_open_mpi_overload_binding_above_the_cores(monkeypatch):
     assert launch._allow_overload(["--bind-to", "core"], cores + 1) == \
         ["--bind-to", "core:overload-allowed"]
     assert launch._allow_overload(["--bind-to", "core"], cores) == ["--bind-to", "core"]
+
+
+def test_children_do_not_inherit_an_mpi_jobs_identity():
+    """Under Open MPI, a process that initialised MPI carries PMIX_*/OMPI_* variables; an
+    mpiexec started with them exits 1 silently. The user's own MCA settings stay."""
+    env = {"PMIX_RANK": "0", "OMPI_MCA_ess": "singleton", "OMPI_COMM_WORLD_SIZE": "2",
+           "PMI_SIZE": "2", "OMPI_MCA_btl": "self,vader", "MPIR_CVAR_CH4_NETMOD": "ofi",
+           "OMPI_ALLOW_RUN_AS_ROOT": "1", "HOME": "/root"}
+    kept = launch.clean_environment(env)
+    assert kept == {"OMPI_MCA_btl": "self,vader", "MPIR_CVAR_CH4_NETMOD": "ofi",
+                    "OMPI_ALLOW_RUN_AS_ROOT": "1", "HOME": "/root"}

@@ -284,16 +284,33 @@ def mpirun(args, n, timeout=DEFAULT_TIMEOUT, what=None, mpi_args=(), env=None, c
     return result
 
 
+_JOB_PREFIXES = ("PMIX_", "PMI_", "ORTE_", "HYDRA_", "OMPI_COMM_WORLD_", "OMPI_APP_CTX",
+                 "OMPI_MCA_ess", "OMPI_MCA_orte_", "OMPI_MCA_pmix", "OMPI_UNIVERSE_SIZE",
+                 "OMPI_NUM_APP_CTX", "OMPI_FIRST_RANKS", "OMPI_FILE_LOCATION",
+                 "OMPI_MCA_initial_wdir", "MPI_LOCALNRANKS", "MPI_LOCALRANKID")
+
+
+def clean_environment(env):
+    """env without the variables an MPI launcher (or Open MPI's singleton start) sets for
+    its ranks. A child started with them believes it is one of those ranks: under Open MPI,
+    an mpiexec started from a process that initialised MPI exits 1 without a word. The
+    user's own settings (OMPI_MCA_btl, MPICH's MPIR_CVAR_*, ...) stay. Python's
+    ``os.environ`` does not see what MPI set at C level, so it is the default source."""
+    return {k: v for k, v in env.items() if not k.startswith(_JOB_PREFIXES)}
+
+
 def run_process(cmd, timeout, what=None, env=None, cwd=None, where=""):
     """Run a command in its own process group and return the CompletedProcess (text).
 
     At the timeout (or on Ctrl-C) the whole group is stopped and TimeoutError
     (or KeyboardInterrupt) raised: nothing it started is left running.
-    ``env`` is the complete environment (default: this one).
+    ``env`` is the complete environment (default: this one), without the variables by which
+    an MPI job describes itself to its ranks (see :func:`clean_environment`).
     """
     what = what or " ".join(map(str, cmd))
     proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
+                            stderr=subprocess.PIPE, text=True,
+                            env=clean_environment(os.environ if env is None else env), cwd=cwd,
                             start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
