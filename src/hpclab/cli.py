@@ -9,6 +9,9 @@ sweep under MPI, on a laptop or in a batch job::
 Rank 0 writes ``<experiment>-<time>-<id>.csv`` and ``.json`` (the records and
 their metadata) into the output folder; nothing is ever overwritten.
 
+``python -m hpclab simulate <kernel> --platform <name>`` runs a kernel's C code on
+a simulated cluster (SimGrid SMPI, see :mod:`hpclab.simulate`) and saves the records.
+
 ``python -m hpclab check <kernel> [--upto N]`` (not under mpiexec: it starts its
 own) runs the kernel's correctness matrix at 1 .. N ranks and exits non-zero on
 a wrong answer. ``list`` names the kernels, ``machine`` describes this machine.
@@ -46,6 +49,17 @@ def _parser():
     c.add_argument("--profile", choices=profiles.PROFILES, default=None)
     c.add_argument("--out", default=None, help="also save the records into this folder")
     c.add_argument("--inject-fault", action="store_true", help=argparse.SUPPRESS)
+    s = sub.add_parser("simulate", help="run a kernel's C code on a simulated cluster "
+                       "(SimGrid SMPI; not under mpiexec)")
+    s.add_argument("kernel", choices=["pingpong", "ring"])
+    s.add_argument("--platform", required=True,
+                   help="platform name (two-host, orfeo, stampede2) from hpclab/simulate/platforms")
+    s.add_argument("--ranks", default=None,
+                   help="comma-separated rank counts (ring; default: the platform's boundaries)")
+    s.add_argument("--placement", default=None,
+                   help="where the two ping-pong ranks sit: intrasocket, intersocket, internode")
+    s.add_argument("--profile", choices=profiles.PROFILES, default=None)
+    s.add_argument("--out", default="results", help="folder for the records (default: results)")
     sub.add_parser("machine", help="print what this machine is (JSON)")
     sub.add_parser("list", help="list the experiments")
     return p
@@ -61,6 +75,8 @@ def main(argv=None):
         return 0
     if args.command == "check":
         return _check(args)
+    if args.command == "simulate":
+        return _simulate(args)
     if args.command == "machine":
         from hpclab import machine
 
@@ -104,6 +120,33 @@ def _run(args):
     if rank0:
         path = records.save(run, out_dir=args.out)
         print(f"{len(run)} records -> {path} (+ {path.with_suffix('.json').name})")
+    return 0
+
+
+def _simulate(args):
+    from hpclab import records, simulate
+
+    try:
+        ranks = [int(r) for r in args.ranks.split(",") if r.strip()] if args.ranks else None
+    except ValueError:
+        print(f"error: --ranks takes comma-separated integers, got {args.ranks!r}",
+              file=sys.stderr)
+        return 2
+    if args.platform not in simulate.platform_names():
+        print(f"error: no platform {args.platform!r}: choose from "
+              f"{', '.join(simulate.platform_names())}", file=sys.stderr)
+        return 2
+    if not simulate.available():
+        print(f"error: {simulate.INSTALL_HINT}", file=sys.stderr)
+        return 2
+    try:
+        run = simulate.run(args.kernel, args.platform, ranks=ranks, profile=args.profile,
+                           placement=args.placement)
+    except (ValueError, TimeoutError, simulate.SimulationError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    path = records.save(run, out_dir=args.out)
+    print(f"{len(run)} simulated records ({args.kernel} on {args.platform}) -> {path}")
     return 0
 
 

@@ -447,3 +447,30 @@ def glue_all(numbers):
     """Glue every entry of {name: value} (see :func:`put`)."""
     for name, value in numbers.items():
         put(name, value)
+
+
+@_styled
+def simulated_vs_published(steps, published, marks=(), ax=None, xlabel="", ylabel="",
+                           title=None):
+    """Simulated values (``steps``: a column per series, indexed by x) as solid lines with
+    markers, and published ones (``published``: {series: (x, y)}) dashed in the same
+    colour; vertical marks ``[(x, text), ...]``. The legend sits under the axes."""
+    ax = _ax(ax)
+    for i, col in enumerate(steps.columns):
+        _, color, marker, _ = style(col, i)
+        ax.plot(steps.index, steps[col], marker=marker, ms=4, ls="-", color=color,
+                label=f"{col}, simulated")
+        if col in published:
+            x, y = published[col]
+            ax.plot(x, y, ls="--", color=color, label=f"{col}, published")
+    for pos, text in marks:
+        ax.axvline(pos, color="0.5", ls=":")
+        ax.annotate(text, (pos, 0), xycoords=("data", "axes fraction"), xytext=(3, 4),
+                    textcoords="offset points", fontsize=9, color="0.3", rotation=90)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(bottom=0)
+    if title:
+        ax.set_title(title)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, fontsize=9)
+    return ax

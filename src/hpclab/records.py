@@ -144,16 +144,16 @@ class Run:
         df = pd.concat([r.records for r in runs], ignore_index=True)
         return cls(df, meta)
 
-    def save(self, out_dir=None, publish=None):
+    def save(self, out_dir=None, publish=None, name=None):
         """Write the records and metadata (see :func:`save`); the CSV path. ``publish``: a
-        folder that also receives them as ``<experiment>-records.csv`` and ``.json``, names
-        that stay the same from build to build, so that a book page can offer them for
-        download."""
+        folder that also receives them as ``<experiment>-records.csv`` and ``.json`` (or
+        ``<name>-records``), names that stay the same from build to build, so that a book
+        page can offer them for download."""
         path = save(self.records, self.meta, out_dir)
         if publish is not None:
             folder = Path(publish)
             folder.mkdir(parents=True, exist_ok=True)
-            stem = f"{self.records['experiment'].iloc[0]}-records"
+            stem = f"{name or self.records['experiment'].iloc[0]}-records"
             (folder / f"{stem}.csv").write_text(self.records.to_csv(index=False))
             (folder / f"{stem}.json").write_text(
                 json.dumps({**self.meta, "records": f"{stem}.csv"}, indent=2, default=str) + "\n")

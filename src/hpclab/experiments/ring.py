@@ -418,3 +418,84 @@ def numbers(df, fits_table, pp, orfeo, node):
         "ours_ratio_vs_orfeo": (lam[("c", "ssend_ordered")] / lam[("c", "irecv")])
         / (ol[("intranode", "ssend_ordered")] / ol[("intranode", "irecv")]),
     }
+
+
+# ----------------------------------------------------------------------- simulated cluster
+
+def simulated(platform="orfeo", variants=("ssend_ordered", "irecv"), ranks=None, profile=None):
+    """The C ring on a simulated cluster (:mod:`hpclab.simulate`, SimGrid SMPI) for the
+    given variants at the platform's socket and node boundaries: a records.Run, or None
+    when SimGrid is not installed (:data:`hpclab.simulate.INSTALL_HINT` says how to get it)."""
+    from hpclab import simulate
+
+    if not simulate.available():
+        return None
+    return simulate.ring(platform, ranks=ranks, variants=variants, profile=profile,
+                         payloads=[4])
+
+
+def simulated_steps(df):
+    """Simulated time per ring step in µs (median ring time / P), by P and variant."""
+    t = records.table(df)
+    t = t[t["metric"] == METRIC]
+    g = t.groupby(["nprocs", "variant"])["value"].median().reset_index()
+    g["step"] = g["value"] / g["nprocs"] * 1e6
+    out = g.pivot(index="nprocs", columns="variant", values="step")
+    out.columns.name = None
+    return out
+
+
+def simulated_regions(steps, spec):
+    """Median step time per region of P (one socket, two sockets, two nodes) and variant."""
+    per_socket, per_node = spec["cores_per_socket"], spec["cores_per_socket"] * \
+        spec["sockets_per_node"]
+    region = np.where(steps.index <= per_socket, "one socket",
+                      np.where(steps.index <= per_node, "one node", "two nodes"))
+    keep = steps.index >= 2  # a ring of one talks to itself
+    return steps[keep].groupby(region[keep], sort=False).median()
+
+
+def simulated_words(steps, spec, orfeo):
+    """What the simulation shows, in sentences computed from it and report 001's Table 1."""
+    r = simulated_regions(steps, spec)
+    ol = _orfeo_step_us(orfeo)
+    lat = {k: spec[k]["latency_us"] for k in ("intrasocket", "intersocket", "internode")}
+    nb = r["irecv"]
+    sim_jump = nb["two nodes"] / nb["one node"]
+    pub_jump = ol[("internode", "irecv")] / ol[("intranode", "irecv")]
+    lines = [
+        f"Simulated non-blocking (irecv) step: {nb['one socket']:.2f} µs within one socket, "
+        f"{nb['one node']:.2f} µs across two sockets, {nb['two nodes']:.2f} µs across two "
+        f"nodes; the platform's link latencies are {lat['intrasocket']:.2f}, "
+        f"{lat['intersocket']:.2f} and {lat['internode']:.2f} µs.",
+        _step_sentence(nb, lat, spec),
+        f"Simulated jump at the node boundary: {sim_jump:.2f}x; report 001 measured "
+        f"{pub_jump:.2f}x (Table 1, intranode to internode).",
+        f"Simulated intranode step {nb['one node']:.2f} µs against report 001's "
+        f"{ol[('intranode', 'irecv')]:.2f} µs: {ol[('intranode', 'irecv')] - nb['one node']:.2f} "
+        "µs per step that a model of link latencies alone does not contain (the software "
+        "cost of posting and completing four messages, for one).",
+    ]
+    ss = r["ssend_ordered"] / r["irecv"]
+    lines.append("Ordered synchronous over non-blocking, simulated: "
+                 + ", ".join(f"{v:.2f}x ({k})" for k, v in ss.items())
+                 + f"; report 001: {ol[('intranode', 'ssend_ordered')] / ol[('intranode', 'irecv')]:.2f}x "
+                 f"intranode, {ol[('internode', 'ssend_ordered')] / ol[('internode', 'irecv')]:.2f}x "
+                 "internode.")
+    return "\n".join(lines)
+
+
+def _step_sentence(nb, lat, spec):
+    """Whether each simulated step costs one latency of its slowest link, computed."""
+    pairs = [("one socket", "intrasocket"), ("one node", "intersocket"),
+             ("two nodes", "internode")]
+    ratios = {region: nb[region] / lat[link] for region, link in pairs}
+    where = (f"P = {spec['cores_per_socket'] + 1} and "
+             f"P = {spec['cores_per_socket'] * spec['sockets_per_node'] + 1}")
+    if all(abs(r - 1) < 0.2 for r in ratios.values()):
+        return ("Each simulated step costs one latency of the slowest link the ring uses "
+                f"(within 20%: {min(ratios.values()):.2f} to {max(ratios.values()):.2f} "
+                f"latencies), so the step time jumps where the ring first crosses a socket and "
+                f"a node ({where}).")
+    return ("The simulated step is not one latency of its slowest link: "
+            + ", ".join(f"{v:.2f} latencies ({k})" for k, v in ratios.items()) + ".")

@@ -1,0 +1,321 @@
+"""Simulated clusters: the C kernels, compiled unchanged, under SimGrid's SMPI.
+
+A laptop has two cores and no network; the chapters' scaling curves need nodes.
+``python -m hpclab simulate <kernel> --platform <name>`` compiles a small driver
+around the kernel's C source with ``smpicc`` and runs it under ``smpirun`` on a
+platform described in ``platforms/<name>.json`` (hosts, and the latency and
+bandwidth of each kind of link, each with its source). It writes the usual
+records, with ``launcher: smpi`` and the platform in the metadata::
+
+    python -m hpclab simulate pingpong --platform two-host --out results
+    python -m hpclab simulate ring --platform orfeo --ranks 2,12,24,48
+
+The times are simulated, not measured: SMPI runs every rank as a thread of one
+process and advances a simulated clock by its network model. The flow model
+used here (CM02, no cross-traffic) gives a message of n bytes the time
+``latency + n / bandwidth`` of its route, and computation is not simulated
+(``smpi/simulate-computation:no``): these kernels communicate, and the real
+machine's speed would otherwise leak into the simulated clock. mpi4py cannot run
+under SMPI, so only the C implementations are simulated.
+
+Hosts are sockets, named ``n<node>s<socket>``: a message between two ranks of one
+socket takes the socket's loopback link (intrasocket), between the sockets of a
+node the node's intersocket link, between nodes the sending and receiving nodes'
+network links (half the internode latency each). Ranks fill a socket's cores,
+then the next socket, then the next node (``--bind-to core --map-by core``).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PLATFORMS = HERE / "platforms"
+DRIVERS = HERE / "drivers"
+KERNELS = HERE.parent / "kernels"
+
+# kernel -> the C sources its driver links (relative to kernels/)
+SOURCES = {
+    "pingpong": ["pingpong/pingpong.c", "common/hpclab_common.c"],
+    "ring": ["ring/ring.c", "common/hpclab_common.c", "common/hpclab_topo.c"],
+}
+# SMPI settings every simulation uses (see the module's doc); recorded in the metadata
+CONFIG = ["--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
+          "--cfg=smpi/simulate-computation:no"]
+LINKS = ("intrasocket", "intersocket", "internode")
+INSTALL_HINT = ("SimGrid's SMPI (smpicc, smpirun) is not installed. On Debian or Ubuntu: "
+                "apt-get install libsimgrid-dev; elsewhere see SimGrid's installation guide.")
+
+
+class SimulationError(RuntimeError):
+    """A simulation could not be built or run, or its platform is wrong."""
+
+
+def available():
+    """True when smpicc and smpirun are on PATH."""
+    return bool(shutil.which("smpicc") and shutil.which("smpirun"))
+
+
+def simgrid_version():
+    """SimGrid's version string ('SimGrid version 3.32'), or None."""
+    if not available():
+        return None
+    done = subprocess.run(["smpirun", "-version"], capture_output=True, text=True, timeout=60)
+    text = (done.stdout + done.stderr).strip()
+    return text.splitlines()[0] if text else None
+
+
+# --------------------------------------------------------------------------- platforms
+
+def platform_names():
+    return sorted(p.stem for p in PLATFORMS.glob("*.json"))
+
+
+def platform(name):
+    """A platform's description (the JSON file, checked), with its ``hosts`` in rank order."""
+    path = PLATFORMS / f"{name}.json"
+    if not path.exists():
+        raise ValueError(f"no platform {name!r}: choose from {', '.join(platform_names())}")
+    spec = json.loads(path.read_text())
+    for key in ("nodes", "sockets_per_node", "cores_per_socket"):
+        if not isinstance(spec.get(key), int) or spec[key] < 1:
+            raise SimulationError(f"platform {name}: {key} must be a positive integer")
+    needed = ["internode"] if spec["nodes"] > 1 else []
+    needed += ["intrasocket"] if spec["cores_per_socket"] > 1 else []
+    needed += ["intersocket"] if spec["sockets_per_node"] > 1 else []
+    for link in needed:
+        if link not in spec or not all(spec[link].get(k, 0) > 0
+                                       for k in ("latency_us", "bandwidth_MBps")):
+            raise SimulationError(f"platform {name}: the {link} link needs a positive "
+                                  "latency_us and bandwidth_MBps")
+        if not spec[link].get("source"):
+            raise SimulationError(f"platform {name}: the {link} link names no source")
+    spec["hosts"] = [f"n{n}s{s}" for n in range(spec["nodes"])
+                     for s in range(spec["sockets_per_node"])]
+    spec["cores"] = spec["nodes"] * spec["sockets_per_node"] * spec["cores_per_socket"]
+    return spec
+
+
+def _link(spec, kind, ident, share_latency=1.0):
+    link = spec[kind]
+    return (f'    <link id="{ident}" latency="{link["latency_us"] * share_latency:.6g}us" '
+            f'bandwidth="{link["bandwidth_MBps"]:.8g}MBps" sharing_policy="SHARED"/>')
+
+
+def platform_xml(spec):
+    """The SimGrid platform file of a description (see the module's doc for the routes)."""
+    lines = ["<?xml version='1.0'?>",
+             '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">',
+             '<platform version="4.1">', f'  <!-- {spec["title"]} -->',
+             '  <zone id="cluster" routing="Full">']
+    hosts = spec["hosts"]
+    for h in hosts:
+        lines.append(f'    <host id="{h}" speed="1Gf" core="{spec["cores_per_socket"]}"/>')
+    for h in hosts:
+        if "intrasocket" in spec:
+            lines.append(_link(spec, "intrasocket", f"{h}-loop"))
+    for n in range(spec["nodes"]):
+        if spec["sockets_per_node"] > 1:
+            lines.append(_link(spec, "intersocket", f"n{n}-sockets"))
+        if spec["nodes"] > 1:
+            lines.append(_link(spec, "internode", f"n{n}-net", 0.5))
+    for i, a in enumerate(hosts):
+        if "intrasocket" in spec:
+            lines.append(f'    <route src="{a}" dst="{a}"><link_ctn id="{a}-loop"/></route>')
+        for b in hosts[i + 1:]:
+            na, nb = a[1:].split("s")[0], b[1:].split("s")[0]
+            via = [f"n{na}-sockets"] if na == nb else [f"n{na}-net", f"n{nb}-net"]
+            ctn = "".join(f'<link_ctn id="{v}"/>' for v in via)
+            lines.append(f'    <route src="{a}" dst="{b}">{ctn}</route>')
+    lines += ["  </zone>", "</platform>", ""]
+    return "\n".join(lines)
+
+
+def placement_hosts(spec, nranks, placement=None):
+    """The host of every rank: a named placement of the platform (two ranks), or the
+    cores filled in order."""
+    if placement:
+        named = spec.get("placements", {})
+        if placement not in named:
+            raise ValueError(f"platform {spec['name']} has no placement {placement!r}: "
+                             f"choose from {', '.join(named) or 'none'}")
+        if nranks != len(named[placement]):
+            raise ValueError(f"placement {placement} places {len(named[placement])} ranks, "
+                             f"not {nranks}")
+        return list(named[placement])
+    if nranks > spec["cores"]:
+        raise ValueError(f"platform {spec['name']} has {spec['cores']} cores; {nranks} ranks "
+                         "would oversubscribe it: choose at most that many")
+    per = spec["cores_per_socket"]
+    return [spec["hosts"][r // per] for r in range(nranks)]
+
+
+# --------------------------------------------------------------------------- build and run
+
+def _cache_dir():
+    root = os.environ.get("HPCLAB_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "hpclab")
+    path = Path(root) / "smpi"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def build(kernel):
+    """Compile the SMPI driver of a kernel (once per version of its sources); its path."""
+    if kernel not in SOURCES:
+        raise ValueError(f"no simulation driver for {kernel!r}: simulated kernels are "
+                         f"{', '.join(SOURCES)}")
+    if not available():
+        raise SimulationError(INSTALL_HINT)
+    sources = [DRIVERS / f"{kernel}.c", *(KERNELS / s for s in SOURCES[kernel])]
+    headers = sorted({p for s in sources for p in s.parent.glob("*.h")})
+    digest = hashlib.sha256()
+    for path in [*sources, *headers]:
+        digest.update(path.read_bytes())
+    digest.update((simgrid_version() or "").encode())
+    exe = _cache_dir() / f"{kernel}-{digest.hexdigest()[:16]}"
+    if exe.exists():
+        return exe
+    includes = sorted({f"-I{s.parent}" for s in sources})
+    tmp = exe.with_name(exe.name + f".{os.getpid()}.tmp")
+    cmd = ["smpicc", "-O2", "-std=c99", "-D_POSIX_C_SOURCE=200809L", *includes,
+           *map(str, sources), "-o", str(tmp)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0 or not tmp.exists():
+        raise SimulationError(f"smpicc could not build the {kernel} driver:\n"
+                              f"{(done.stderr or done.stdout)[-2000:]}")
+    os.replace(tmp, exe)
+    return exe
+
+
+def run_driver(kernel, spec, nranks, args, placement=None, timeout=600):
+    """Run a kernel's driver on nranks simulated ranks; the results it printed."""
+    from hpclab import launch, protocol
+
+    exe = build(kernel)
+    hosts = placement_hosts(spec, nranks, placement)
+    work = Path(_cache_dir()) / f"run-{os.getpid()}"
+    work.mkdir(exist_ok=True)
+    try:
+        (work / "platform.xml").write_text(platform_xml(spec))
+        (work / "hostfile").write_text("\n".join(hosts) + "\n")
+        cmd = ["smpirun", "-np", str(nranks), "-platform", str(work / "platform.xml"),
+               "-hostfile", str(work / "hostfile"), *CONFIG, "--log=root.thres:warning",
+               str(exe), *map(str, args)]
+        done = launch.run_process(cmd, timeout=timeout, cwd=work,
+                                  what=f"simulated {kernel} on {nranks} ranks of {spec['name']}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if done.returncode != 0:
+        raise SimulationError(f"simulated {kernel} on {nranks} ranks of {spec['name']} failed "
+                              f"(exit code {done.returncode}):\n{done.stderr[-2000:]}")
+    return protocol.parse(done.stdout)
+
+
+def _meta(kernel, spec, profile, extra):
+    from hpclab import profiles, records
+
+    public = {k: v for k, v in spec.items() if k not in ("hosts",)}
+    return records.metadata(kernel, profiles.name(profile), {
+        "launcher": "smpi", "platform": spec["name"], "platform_spec": public,
+        "simgrid": simgrid_version(), "smpi_config": list(CONFIG), "simulated": True,
+        **extra})
+
+
+# --------------------------------------------------------------------------- kernels
+
+# simulated counts: the clock is deterministic, so a few round trips say all
+PINGPONG_COUNTS = {"warmup": 1, "iterations": 10, "repetitions": 2}
+RING_COUNTS = {"warmup": 1, "iterations": 5, "repetitions": 2}
+
+
+def pingpong(platform_name, profile=None, placement=None, sizes=None, timeout=600, **counts):
+    """Simulated ping-pong between two ranks: the PingPong chapter's records."""
+    from hpclab import profiles, records
+
+    spec = platform(platform_name)
+    placement = placement or ("internode" if spec["nodes"] > 1 else None)
+    c = {**PINGPONG_COUNTS, **counts}
+    sizes = list(sizes if sizes is not None else profiles.get("pingpong", profile)["sizes"])
+    results = run_driver("pingpong", spec, 2, [c["warmup"], c["iterations"], c["repetitions"],
+                                               *sizes], placement=placement, timeout=timeout)
+    rows = []
+    for res in results:
+        params = {"nbytes": res["nbytes"], "warmup": c["warmup"], "iterations": c["iterations"],
+                  "hugepages": False, "placement": placement or ""}
+        rows += records.rows("pingpong", "pingpong", "c", 2, 1, params, res["times"], "time", "s")
+    if len(results) != len(sizes):
+        raise SimulationError(f"the simulated pingpong returned {len(results)} of "
+                              f"{len(sizes)} sizes")
+    return records.Run(records.frame(rows), _meta("pingpong", spec, profile, {
+        "nprocs": 2, "placement_name": placement, "implementations": ["c"]}))
+
+
+def ring(platform_name, ranks=None, profile=None, variants=("sendrecv",), payloads=None,
+         timeout=900, **counts):
+    """Simulated two-way ring on P ranks filled core by core: the Ring chapter's records."""
+    from hpclab import profiles, records
+
+    order = ("ssend_ordered", "send", "isend", "irecv", "sendrecv")
+    spec = platform(platform_name)
+    ranks = sorted(set(ranks or default_ranks(spec)))
+    c = {**RING_COUNTS, **counts}
+    payloads = list(payloads if payloads is not None
+                    else profiles.get("ring", profile)["payloads"][:1])
+    rows = []
+    for variant in variants:
+        if variant not in order:
+            raise ValueError(f"unknown ring variant {variant!r}: choose from {', '.join(order)}")
+        for p in ranks:
+            results = run_driver("ring", spec, p, [order.index(variant), c["warmup"],
+                                                   c["iterations"], c["repetitions"], *payloads],
+                                 timeout=timeout)
+            if len(results) != len(payloads):
+                raise SimulationError(f"the simulated ring on {p} ranks returned "
+                                      f"{len(results)} of {len(payloads)} payloads")
+            for res in results:
+                params = {"variant": variant, "nbytes": res["nbytes"], "warmup": c["warmup"],
+                          "iterations": c["iterations"], "hugepages": False,
+                          "oversubscribed": False}
+                rows += records.rows("ring", "ring", "c", p, 1, params, res["times"],
+                                     "ring_time", "s")
+    return records.Run(records.frame(rows), _meta("ring", spec, profile, {
+        "ranks": ranks, "variants": list(variants), "implementations": ["c"]}))
+
+
+def default_ranks(spec):
+    """1, 2, then every socket and node boundary and one rank past it, up to all cores."""
+    per, cores = spec["cores_per_socket"], spec["cores"]
+    out = {1, 2, cores}
+    for k in range(per, cores, per):
+        out |= {k, k + 1}
+    return sorted(r for r in out if 1 <= r <= cores)
+
+
+RUNNERS = {"pingpong": pingpong, "ring": ring}
+
+
+def run(kernel, platform_name, ranks=None, profile=None, placement=None, timeout=None):
+    """``python -m hpclab simulate``: one kernel on one platform; a records.Run."""
+    if kernel not in RUNNERS:
+        raise ValueError(f"no simulation of {kernel!r}: simulated kernels are "
+                         f"{', '.join(RUNNERS)}")
+    kw = {"timeout": timeout} if timeout else {}
+    if kernel == "pingpong":
+        if ranks and list(ranks) != [2]:
+            raise ValueError("the simulated ping-pong runs on 2 ranks; choose where with "
+                             "--placement")
+        return pingpong(platform_name, profile=profile, placement=placement, **kw)
+    if placement:
+        raise ValueError("--placement names where the two ping-pong ranks sit; the ring "
+                         "fills cores in order")
+    return ring(platform_name, ranks=ranks, profile=profile, **kw)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit("use: python -m hpclab simulate <kernel> --platform <name>")

@@ -1,0 +1,120 @@
+"""Simulated clusters (SimGrid SMPI): the C kernels compiled unchanged, the platforms'
+parameters recovered by the chapters' own fits, the ring's node boundary, and clear errors."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hpclab import launch, models, records, simulate
+
+needs_smpi = pytest.mark.skipif(not simulate.available(), reason=simulate.INSTALL_HINT)
+
+
+def _fit(run):
+    g = run.records.groupby("nbytes")["value"].median()
+    return models.fit(models.HOCKNEY, g.index.to_numpy(float), g.to_numpy(), sigma="relative")
+
+
+@needs_smpi
+def test_pingpong_fit_recovers_the_two_host_link():
+    """1 us and 10 GB/s come back from the Hockney fit of the simulated records. The
+    simulation is deterministic, so the fit's interval collapses to nothing: the check is
+    a relative one, 1%."""
+    spec = simulate.platform("two-host")
+    fit = _fit(simulate.pingpong("two-host", profile="quick"))
+    lam, bw = fit.params["lambda"], fit.params["B"]
+    assert lam == pytest.approx(spec["internode"]["latency_us"] * 1e-6, rel=0.01)
+    assert bw == pytest.approx(spec["internode"]["bandwidth_MBps"] * 1e6, rel=0.01)
+
+
+@needs_smpi
+def test_latency_does_not_depend_on_the_iteration_count():
+    """Before the ranks were lined up after the barrier, a batch of k round trips carried one
+    extra latency (1.25 us at k = 2 on a 1 us link). Every profile's counts, down to 1, now
+    give the same latency within 1%."""
+    lams = {}
+    for k in (1, 2, 10, 100):
+        run = simulate.pingpong("two-host", sizes=[8], warmup=1, iterations=k, repetitions=1)
+        lams[k] = float(run.records["value"].iloc[0])
+    assert max(lams.values()) / min(lams.values()) < 1.01, lams
+    assert lams[2] == pytest.approx(1e-6, rel=0.01)
+
+
+@needs_smpi
+def test_ring_shows_the_socket_and_node_boundaries():
+    spec = simulate.platform("orfeo")
+    per = spec["cores_per_socket"]
+    run = simulate.ring("orfeo", ranks=[2, per, per + 1, 2 * per, 2 * per + 1, 4 * per],
+                        variants=("irecv",), payloads=[4])
+    t = run.records.groupby("nprocs")["value"].median()
+    step = t / t.index * 1e6
+    lat = {k: spec[k]["latency_us"] for k in simulate.LINKS}
+    # each step waits for its slowest link: one socket, then two, then two nodes
+    assert step[per] == pytest.approx(lat["intrasocket"], rel=0.25)
+    assert step[per + 1] == pytest.approx(lat["intersocket"], rel=0.25)
+    assert step[2 * per + 1] == pytest.approx(lat["internode"], rel=0.25)
+    assert step[4 * per] == pytest.approx(step[2 * per + 1], rel=0.05)
+    assert step[2 * per + 1] / step[2 * per] > 2
+    meta = run.meta
+    assert meta["launcher"] == "smpi" and meta["platform"] == "orfeo" and meta["simulated"]
+    assert meta["platform_spec"]["internode"]["source"]
+
+
+@needs_smpi
+def test_simulate_cli_writes_records(tmp_path):
+    r = launch.run_process([sys.executable, "-m", "hpclab", "simulate", "pingpong",
+                            "--platform", "orfeo", "--placement", "intersocket",
+                            "--profile", "quick", "--out", str(tmp_path)], timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    csv = next(tmp_path.glob("pingpong-*.csv"))
+    df, meta = records.load(csv)
+    assert meta["launcher"] == "smpi" and meta["placement_name"] == "intersocket"
+    assert set(df["impl"]) == {"c"} and (df["nprocs"] == 2).all()
+    small = df[df["nbytes"] == 0]["value"].median()
+    assert small == pytest.approx(0.40e-6, rel=0.05)  # orfeo's intersocket latency
+
+
+def test_missing_simgrid_says_how_to_get_it(tmp_path):
+    (tmp_path / "empty").mkdir()
+    env = {**os.environ, "PATH": str(tmp_path / "empty")}
+    r = subprocess.run([sys.executable, "-m", "hpclab", "simulate", "ring", "--platform",
+                        "orfeo"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 2
+    assert "libsimgrid-dev" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_bad_platform_and_ranks_are_refused():
+    r = subprocess.run([sys.executable, "-m", "hpclab", "simulate", "ring", "--platform",
+                        "nowhere"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "two-host" in r.stderr and "Traceback" not in r.stderr
+    spec = simulate.platform("orfeo")
+    with pytest.raises(ValueError, match="48 cores"):
+        simulate.placement_hosts(spec, 49)
+    with pytest.raises(ValueError, match="no placement"):
+        simulate.placement_hosts(spec, 2, "moon")
+
+
+def test_every_platform_parameter_names_its_source(tmp_path, monkeypatch):
+    for name in simulate.platform_names():
+        spec = simulate.platform(name)
+        xml = simulate.platform_xml(spec)
+        assert xml.count("<host ") == len(spec["hosts"])
+        assert len(simulate.placement_hosts(spec, spec["cores"])) == spec["cores"]
+    broken = json.loads((simulate.PLATFORMS / "two-host.json").read_text())
+    del broken["internode"]["source"]
+    (tmp_path / "broken.json").write_text(json.dumps(broken))
+    monkeypatch.setattr(simulate, "PLATFORMS", tmp_path)
+    with pytest.raises(simulate.SimulationError, match="names no source"):
+        simulate.platform("broken")
+
+
+def test_default_ranks_cover_every_boundary():
+    spec = simulate.platform("orfeo")
+    ranks = simulate.default_ranks(spec)
+    assert {1, 2, 12, 13, 24, 25, 36, 37, 48} <= set(ranks) and max(ranks) == 48
+    assert np.all(np.diff(ranks) > 0)
+    assert Path(simulate.DRIVERS / "pingpong.c").exists()
