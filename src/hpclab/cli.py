@@ -101,6 +101,16 @@ def _run(args):
 
     comm = MPI.COMM_WORLD
     rank0 = comm.Get_rank() == 0
+    tasks = _slurm_step_tasks()
+    if tasks > 1 and comm.Get_size() == 1:
+        # every task of the step is an MPI world of its own: they would all measure alone
+        print(f"error: this Slurm job step has {tasks} tasks, but each one started as its own "
+              "MPI world of size 1: srun did not connect them to MPI.\n"
+              "  Give srun the PMI your MPI speaks: `srun --mpi=pmi2` (the mpich package, "
+              "MPICH, Intel MPI), `srun --mpi=pmix` (Open MPI);\n"
+              "  `srun --mpi=list` shows what this site offers. Nothing was measured.",
+              file=sys.stderr)
+        return 2
     exp = experiments.get(args.experiment)
     low = exp.KERNEL.min_procs
     if comm.Get_size() < low:
@@ -148,6 +158,16 @@ def _simulate(args):
     path = records.save(run, out_dir=args.out)
     print(f"{len(run)} simulated records ({args.kernel} on {args.platform}) -> {path}")
     return 0
+
+
+def _slurm_step_tasks():
+    """The number of tasks of the Slurm job step this process is in (0 outside one)."""
+    import os
+
+    if "SLURM_STEP_ID" not in os.environ:
+        return 0
+    text = os.environ.get("SLURM_STEP_NUM_TASKS") or os.environ.get("SLURM_NTASKS") or "0"
+    return int(text) if text.isdigit() else 0
 
 
 def _check(args):

@@ -1,0 +1,82 @@
+"""Slurm for real: a one-node cluster (hpclab.localslurm) runs the README's batch script as
+printed, a chapter sweep, and refuses a step whose tasks came up as separate MPI worlds."""
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from hpclab import launch, localslurm, records
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def readme_script():
+    """The README's Slurm batch script, exactly as printed."""
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```sh\n(.*?)```", text, re.S)
+    script = [b for b in blocks if "#SBATCH --job-name=hpclab-pingpong" in b]
+    assert len(script) == 1, "the README prints one PingPong batch script"
+    return script[0]
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    why = localslurm.missing()
+    if why:
+        pytest.skip(why)
+    folder = tmp_path_factory.mktemp("slurm")
+    env = localslurm.start(folder)
+    try:
+        yield {**os.environ, **env}
+    finally:
+        localslurm.stop(folder)
+        assert not any(localslurm.status(folder)[d] for d in localslurm.DAEMONS)
+
+
+def submit(env, script, tmp_path, timeout=600):
+    """sbatch a script from the repository's folder and wait for it; (exit code, output)."""
+    path = tmp_path / "job.sh"
+    path.write_text(script)
+    cmd = ["sbatch", "--parsable", "--wait", f"--output={tmp_path}/job-%j.out",
+           f"--export=ALL,HPCLAB_PROFILE=quick,SCRATCH={tmp_path}", str(path)]
+    r = launch.run_process(cmd, timeout=timeout, env=env, cwd=ROOT, what="a Slurm job")
+    outputs = sorted(tmp_path.glob("job-*.out"))
+    return r.returncode, (outputs[-1].read_text() if outputs else r.stdout + r.stderr)
+
+
+def test_readme_batch_script_runs_as_printed(slurm, tmp_path):
+    code, out = submit(slurm, readme_script(), tmp_path)
+    assert code == 0, out[-3000:]
+    csv = next((tmp_path / "hpclab").glob("pingpong-*.csv"))
+    df, meta = records.load(csv)
+    assert (df["nprocs"] == 2).all() and (df["value"] > 0).all()
+    assert meta["launcher"] == "srun"
+    assert [p["rank"] for p in meta["placement"]] == [0, 1]
+    # the cores Slurm gave the job on the node, not one rank's binding
+    assert meta["machine"]["usable_cores"] == int(
+        localslurm._node_line().split("CPUs=")[1].split()[0])
+
+
+def test_a_chapter_sweep_runs_under_srun(slurm, tmp_path):
+    script = readme_script().replace("run pingpong", "run ring")
+    code, out = submit(slurm, script, tmp_path)
+    assert code == 0, out[-3000:]
+    df, meta = records.load(next((tmp_path / "hpclab").glob("ring-*.csv")))
+    assert set(df["nprocs"]) == {1, 2} and meta["launcher"] == "srun"
+
+
+def test_tasks_that_came_up_as_singletons_fail_loudly(slurm, tmp_path):
+    script = readme_script().replace("srun --mpi=pmi2", "srun --mpi=none")
+    code, out = submit(slurm, script, tmp_path)
+    assert code != 0
+    assert "each one started as its own MPI world of size 1" in out and "--mpi=pmi2" in out
+    assert not list((tmp_path / "hpclab").glob("*.csv")) if (tmp_path / "hpclab").exists() \
+        else True
+
+
+def test_local_slurm_says_what_it_needs(monkeypatch):
+    monkeypatch.setattr(localslurm.shutil, "which", lambda name: None)
+    why = localslurm.missing()
+    if os.geteuid() == 0:
+        assert "apt-get install slurm-wlm munge" in why and "munged" in why
