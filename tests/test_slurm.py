@@ -80,3 +80,26 @@ def test_local_slurm_says_what_it_needs(monkeypatch):
     why = localslurm.missing()
     if os.geteuid() == 0:
         assert "apt-get install slurm-wlm munge" in why and "munged" in why
+
+
+def test_notebook_engines_through_slurm(slurm, monkeypatch):
+    """launch.cluster(launcher='slurm'): the engines are one batch job whose tasks form one
+    MPI world (srun --mpi=pmi2), in rank order; the job ends with the block."""
+    import subprocess
+    import time
+
+    for key, value in slurm.items():
+        monkeypatch.setenv(key, value)
+    with launch.cluster(n=2, timeout=60, launcher="slurm", what="slurm engines",
+                        sbatch_options=["--time=00:10:00"]) as engines:
+        seen = engines.run(launch.whoami)
+    assert [w["rank"] for w in seen] == [0, 1] and {w["size"] for w in seen} == {2}
+    assert {w["thread_level"] for w in seen} == {"funneled"}
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        queue = subprocess.run(["squeue", "-h", "-o", "%j %T"], capture_output=True, text=True,
+                               env=slurm, timeout=30).stdout
+        if "hpclab-engines" not in queue:
+            break
+        time.sleep(1)
+    assert "hpclab-engines" not in queue, queue

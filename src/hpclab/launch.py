@@ -109,6 +109,12 @@ def launcher_name():
         else "mpiexec"
 
 
+def _positive(n):
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"the number of MPI ranks must be a positive integer, got {n!r}")
+    return n
+
+
 def check_ranks(n, what="this run"):
     """Validate a rank count; warn when it oversubscribes the cores."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -423,8 +429,15 @@ class Engines:
     """
 
     def __init__(self, n=2, timeout=DEFAULT_TIMEOUT, start_timeout=START_TIMEOUT, mpi_args=(),
-                 environment=None, what=DEFAULT_WHAT):
-        self.n = check_ranks(n, what)
+                 environment=None, what=DEFAULT_WHAT, launcher="mpiexec", srun_mpi="pmi2",
+                 sbatch_options=()):
+        if launcher not in ("mpiexec", "slurm"):
+            raise ValueError(f"launcher is 'mpiexec' or 'slurm', got {launcher!r}")
+        self.launcher = launcher
+        self.srun_mpi = str(srun_mpi)
+        self.sbatch_options = [str(o) for o in sbatch_options]
+        # under Slurm the job's allocation, not this machine's cores, sets the ranks' cores
+        self.n = check_ranks(n, what) if launcher == "mpiexec" else _positive(n)
         self.timeout = float(timeout)
         self.start_timeout = float(start_timeout)
         self.mpi_args = list(map(str, mpi_args))
@@ -452,13 +465,16 @@ class Engines:
         _STARTED.add(self)
 
         self.profile_dir = tempfile.mkdtemp(prefix="hpclab-ipp-", dir=_profile_root())
-        extra_args, extra_env = mpiexec_options(self.n)
-        cluster = ipp.Cluster(engines="mpi", n=self.n, profile_dir=self.profile_dir,
-                              log_level=40)
-        cluster.config.MPIEngineSetLauncher.environment = {**extra_env, **self.environment}
-        cluster.config.MPIEngineSetLauncher.mpi_cmd = [find_mpiexec()]
-        cluster.config.MPIEngineSetLauncher.mpi_args = extra_args + _allow_overload(
-            self.mpi_args, self.n)
+        if self.launcher == "slurm":
+            cluster = self._slurm_cluster(ipp)
+        else:
+            extra_args, extra_env = mpiexec_options(self.n)
+            cluster = ipp.Cluster(engines="mpi", n=self.n, profile_dir=self.profile_dir,
+                                  log_level=40)
+            cluster.config.MPIEngineSetLauncher.environment = {**extra_env, **self.environment}
+            cluster.config.MPIEngineSetLauncher.mpi_cmd = [find_mpiexec()]
+            cluster.config.MPIEngineSetLauncher.mpi_args = extra_args + _allow_overload(
+                self.mpi_args, self.n)
         self.cluster = cluster
         try:
             cluster.start_controller_sync()
@@ -468,6 +484,28 @@ class Engines:
             self.stop()
             raise
         return self
+
+    def _slurm_cluster(self, ipp):
+        """Engines as one Slurm job of n tasks, started by ``srun --mpi=<srun_mpi>`` (a bare
+        srun would give n engines of MPI size 1); the controller listens on every interface,
+        so that engines on other nodes reach it."""
+        if not shutil.which("sbatch"):
+            raise MPILaunchError("launcher='slurm' needs Slurm's sbatch on PATH (on a laptop: "
+                                 "python -m hpclab.localslurm start)")
+        cluster = ipp.Cluster(engines="slurm", n=self.n, profile_dir=self.profile_dir,
+                              log_level=40, controller_ip="*")
+        options = "".join(f"#SBATCH {o}\n" for o in self.sbatch_options)
+        srun_args = " ".join(self.mpi_args)
+        launcher = cluster.config.SlurmEngineSetLauncher
+        launcher.batch_template = (
+            "#!/bin/sh\n#SBATCH --export=ALL\n#SBATCH --job-name=hpclab-engines-{cluster_id}\n"
+            "#SBATCH --ntasks={n}\n" + options
+            + f"srun --mpi={self.srun_mpi} {srun_args} {{program_and_args}}\n")
+        launcher.engine_args = ["--mpi"]
+        launcher.environment = {
+            "MPI4PY_RC_THREAD_LEVEL": os.environ.get("MPI4PY_RC_THREAD_LEVEL", THREAD_LEVEL),
+            **self.environment}
+        return cluster
 
     def _start_engines(self):
         self.cluster.start_engines_sync(self.n)
@@ -510,7 +548,12 @@ class Engines:
         self._pids.clear()
 
     def _kill_engines(self):
-        """Kill the engines' mpiexec and everything in its process group, at once."""
+        """Kill the engines' mpiexec and everything in its process group, at once (under
+        Slurm: cancel their job)."""
+        if self.launcher == "slurm":
+            with contextlib.suppress(Exception):
+                self.cluster.stop_engines_sync()
+            return
         for launcher in list((self.cluster.engines or {}).values()):
             pid = getattr(launcher, "pid", None)
             if pid:
@@ -614,7 +657,8 @@ class Engines:
 
 
 def cluster(n=2, timeout=DEFAULT_TIMEOUT, start_timeout=START_TIMEOUT, mpi_args=(),
-            environment=None, what=DEFAULT_WHAT):
+            environment=None, what=DEFAULT_WHAT, launcher="mpiexec", srun_mpi="pmi2",
+            sbatch_options=()):
     """Context manager: n MPI engines, stopped when the block ends however it ends.
 
     Parameters
@@ -629,8 +673,14 @@ def cluster(n=2, timeout=DEFAULT_TIMEOUT, start_timeout=START_TIMEOUT, mpi_args=
         Extra mpiexec options, e.g. ``["-bind-to", "core"]``. Never ``-n``.
     environment : dict
         Extra environment variables for controller and engines.
+    launcher : {'mpiexec', 'slurm'}
+        'slurm': the engines are one batch job of n tasks (``sbatch``), started by
+        ``srun --mpi=<srun_mpi>`` ('pmi2' for the mpich package, MPICH and Intel MPI,
+        'pmix' for Open MPI; ``srun --mpi=list`` shows a site's); ``mpi_args`` go to srun and
+        ``sbatch_options`` (``["--time=00:30:00", "--partition=debug"]``) into the script.
     """
     if any(a in ("-n", "-np") for a in map(str, mpi_args)):
         raise ValueError("give the number of ranks as n=..., not as -n in mpi_args")
     return Engines(n, timeout=timeout, start_timeout=start_timeout, mpi_args=mpi_args,
-                   environment=environment, what=what)
+                   environment=environment, what=what, launcher=launcher, srun_mpi=srun_mpi,
+                   sbatch_options=sbatch_options)
