@@ -118,3 +118,21 @@ def test_default_ranks_cover_every_boundary():
     assert {1, 2, 12, 13, 24, 25, 36, 37, 48} <= set(ranks) and max(ranks) == 48
     assert np.all(np.diff(ranks) > 0)
     assert Path(simulate.DRIVERS / "pingpong.c").exists()
+
+
+@needs_smpi
+def test_poisson_runs_and_checks_itself_on_a_simulated_cluster(tmp_path):
+    run = simulate.poisson("orfeo", ranks=[1, 2, 13, 25], n=64, iterations=3, repetitions=1)
+    df = run.records
+    assert set(df["nprocs"]) == {1, 2, 13, 25}
+    got = df.pivot_table(index="nprocs", columns="metric", values="value")
+    assert (got["iterations"] == 3).all() and (got["iteration"] > 0).all()
+    # the same arithmetic at every rank count: the residual after 3 iterations agrees
+    assert np.allclose(got["residual"], got["residual"].iloc[0], rtol=1e-10)
+    assert run.meta["computation"] == "timed on this machine"
+    r = launch.run_process([sys.executable, "-m", "hpclab", "simulate", "poisson", "--platform",
+                            "orfeo", "--ranks", "1,2", "--profile", "quick", "--out",
+                            str(tmp_path)], timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    saved, _ = records.load(next(tmp_path.glob("poisson-*.csv")))
+    assert set(saved["nprocs"]) == {1, 2}

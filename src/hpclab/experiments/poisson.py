@@ -575,3 +575,61 @@ def numbers(run, t31, hist, machines, lam, bandwidth, pp_source, stream_gbs, str
         "pvs_last_P": int(pvs.index[-1]) if pvs is not None else 0,
         "pvs_last": float(pvs.iloc[-1]["ratio"]) if pvs is not None else np.nan,
     }
+
+
+# ----------------------------------------------------------------------- simulated cluster
+
+def simulated(profile=None, platform="stampede2"):
+    """CG iterations of the C solver on a simulated cluster (:mod:`hpclab.simulate`) at the
+    profile's ``simulated`` N and rank counts: a records.Run, or None without SimGrid."""
+    from hpclab import simulate
+
+    if not simulate.available():
+        return None
+    s = profiles.get(NAME, profile)["simulated"]
+    return simulate.poisson(platform, ranks=s["ranks"], n=s["n"], iterations=s["iterations"],
+                            repetitions=2, profile=profile)
+
+
+def simulated_speedup(df):
+    """Simulated seconds per iteration (median), speed-up over P = 1 and efficiency, per P."""
+    t = records.table(df)
+    it = t[t["metric"] == "iteration"].groupby("nprocs")["value"].median()
+    out = pd.DataFrame({"P": it.index.astype(int), "ms per iteration": it.to_numpy() * 1e3})
+    out["speed-up"] = it.iloc[0] / it.to_numpy()
+    out["efficiency"] = out["speed-up"] / out["P"]
+    return out.reset_index(drop=True)
+
+
+def simulated_words(sp, n, spec, sc):
+    """The simulated speed-ups in sentences, beside report 000's one-node Table 4.1 at the
+    same N when it has one (times under 10 s left out, as elsewhere on the page)."""
+    per_node = spec["cores_per_socket"] * spec["sockets_per_node"]
+    one = sp[sp["P"] <= per_node]
+    top = one.iloc[-1]
+    lines = [f"Simulated, N = {n}: speed-up {top['speed-up']:.1f} on {int(top['P'])} ranks of "
+             f"one node (efficiency {top['efficiency']:.2f})."]
+    beyond = sp[sp["P"] > per_node]
+    if len(beyond):
+        last = beyond.iloc[-1]
+        lines.append(f"On {int(last['P']) // per_node} nodes ({int(last['P'])} ranks): speed-up "
+                     f"{last['speed-up']:.1f}, efficiency {last['efficiency']:.2f}.")
+    ref = scaling_reference(sc)
+    ref = ref[(ref["N"] == n) & (ref["nodes"] == 1)]
+    common = sorted(set(ref["P"]) & set(one["P"]) - {1})
+    if common:
+        p = common[-1]
+        pub = float(ref.loc[ref["P"] == p, "speed-up"].iloc[0])
+        sim = float(one.loc[one["P"] == p, "speed-up"].iloc[0])
+        lines.append(f"At P = {p} on one node report 000 measured a speed-up of {pub:.1f} "
+                     f"(Table 4.1, N = {n}); the simulation gives {sim:.1f}, "
+                     f"{sim / pub:.2f} times as much.")
+    else:
+        lines.append(f"Report 000's Table 4.1 has no one-node times of 10 s or more at "
+                     f"N = {n} to set beside these (the standard profile simulates N = 4096, "
+                     "which it has).")
+    lines.append("The simulated ranks compute one at a time, each with a core and the memory "
+                 "bandwidth of this machine to itself: a node's shared memory bandwidth is not "
+                 "in the model, so the speed-up within a node is an upper bound, not a "
+                 "prediction.")
+    return "\n".join(lines)

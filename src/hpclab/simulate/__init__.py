@@ -34,6 +34,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 HERE = Path(__file__).resolve().parent
 PLATFORMS = HERE / "platforms"
 DRIVERS = HERE / "drivers"
@@ -43,10 +45,15 @@ KERNELS = HERE.parent / "kernels"
 SOURCES = {
     "pingpong": ["pingpong/pingpong.c", "common/hpclab_common.c"],
     "ring": ["ring/ring.c", "common/hpclab_common.c", "common/hpclab_topo.c"],
+    "poisson": ["poisson/poisson.c", "common/hpclab_common.c", "common/hpclab_topo.c"],
 }
 # SMPI settings every simulation uses (see the module's doc); recorded in the metadata
-CONFIG = ["--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
-          "--cfg=smpi/simulate-computation:no"]
+NETWORK = ["--cfg=network/model:CM02", "--cfg=network/crosstraffic:0"]
+CONFIG = [*NETWORK, "--cfg=smpi/simulate-computation:no"]
+# kernels that compute: each burst between two MPI calls is timed on this machine and, with
+# the platform's hosts as fast as the one it is timed on (1 Gflop/s both), takes as long on
+# the simulated clock. Ranks run one at a time, so each has a core and its memory to itself.
+COMPUTE_CONFIG = [*NETWORK, "--cfg=smpi/host-speed:1Gf"]
 LINKS = ("intrasocket", "intersocket", "internode")
 INSTALL_HINT = ("SimGrid's SMPI (smpicc, smpirun) is not installed. On Debian or Ubuntu: "
                 "apt-get install libsimgrid-dev; elsewhere see SimGrid's installation guide.")
@@ -193,7 +200,7 @@ def build(kernel):
     return exe
 
 
-def run_driver(kernel, spec, nranks, args, placement=None, timeout=600):
+def run_driver(kernel, spec, nranks, args, placement=None, timeout=600, config=CONFIG):
     """Run a kernel's driver on nranks simulated ranks; the results it printed."""
     from hpclab import launch, protocol
 
@@ -205,7 +212,7 @@ def run_driver(kernel, spec, nranks, args, placement=None, timeout=600):
         (work / "platform.xml").write_text(platform_xml(spec))
         (work / "hostfile").write_text("\n".join(hosts) + "\n")
         cmd = ["smpirun", "-np", str(nranks), "-platform", str(work / "platform.xml"),
-               "-hostfile", str(work / "hostfile"), *CONFIG, "--log=root.thres:warning",
+               "-hostfile", str(work / "hostfile"), *config, "--log=root.thres:warning",
                str(exe), *map(str, args)]
         done = launch.run_process(cmd, timeout=timeout, cwd=work,
                                   what=f"simulated {kernel} on {nranks} ranks of {spec['name']}")
@@ -217,13 +224,14 @@ def run_driver(kernel, spec, nranks, args, placement=None, timeout=600):
     return protocol.parse(done.stdout)
 
 
-def _meta(kernel, spec, profile, extra):
+def _meta(kernel, spec, profile, extra, config=CONFIG):
     from hpclab import profiles, records
 
     public = {k: v for k, v in spec.items() if k not in ("hosts",)}
     return records.metadata(kernel, profiles.name(profile), {
         "launcher": "smpi", "platform": spec["name"], "platform_spec": public,
-        "simgrid": simgrid_version(), "smpi_config": list(CONFIG), "simulated": True,
+        "simgrid": simgrid_version(), "smpi_config": list(config), "simulated": True,
+        "computation": "timed on this machine" if config is COMPUTE_CONFIG else "not simulated",
         **extra})
 
 
@@ -297,7 +305,33 @@ def default_ranks(spec):
     return sorted(r for r in out if 1 <= r <= cores)
 
 
-RUNNERS = {"pingpong": pingpong, "ring": ring}
+def poisson(platform_name, ranks=None, n=1024, iterations=10, repetitions=2, interleave=True,
+            profile=None, timeout=900):
+    """Simulated CG solves of the Poisson problem (capped at ``iterations``) on P ranks filled
+    core by core: the Poisson chapter's records (kind ``simulated``). The arithmetic is timed
+    on this machine, one rank at a time (see :data:`COMPUTE_CONFIG`)."""
+    from hpclab import records
+
+    spec = platform(platform_name)
+    ranks = sorted(set(ranks or default_ranks(spec)))
+    rows = []
+    for p in ranks:
+        if p > n:
+            raise ValueError(f"N = {n} has fewer rows than {p} ranks: choose N >= P")
+        results = run_driver("poisson", spec, p, [n, int(bool(interleave)), iterations,
+                                                  repetitions],
+                             timeout=timeout, config=COMPUTE_CONFIG)
+        if len(results) != 1:
+            raise SimulationError(f"the simulated poisson on {p} ranks returned no result")
+        times = np.asarray(results[0]["times"], float).reshape(-1, repetitions)
+        params = {"kind": "simulated", "n": n, "interleave": bool(interleave),
+                  "iterations_cap": iterations, "oversubscribed": False}
+        rows += records.timings("poisson", "c", p, 1, params, times)
+    return records.Run(records.frame(rows), _meta("poisson", spec, profile, {
+        "ranks": ranks, "n": n, "implementations": ["c"]}, config=COMPUTE_CONFIG))
+
+
+RUNNERS = {"pingpong": pingpong, "ring": ring, "poisson": poisson}
 
 
 def run(kernel, platform_name, ranks=None, profile=None, placement=None, timeout=None):
@@ -312,8 +346,14 @@ def run(kernel, platform_name, ranks=None, profile=None, placement=None, timeout
                              "--placement")
         return pingpong(platform_name, profile=profile, placement=placement, **kw)
     if placement:
-        raise ValueError("--placement names where the two ping-pong ranks sit; the ring "
-                         "fills cores in order")
+        raise ValueError("--placement names where the two ping-pong ranks sit; the other "
+                         "kernels fill cores in order")
+    if kernel == "poisson":
+        from hpclab import profiles
+
+        sim = profiles.get("poisson", profile)["simulated"]
+        return poisson(platform_name, ranks=ranks or sim["ranks"], n=sim["n"],
+                       iterations=sim["iterations"], profile=profile, **kw)
     return ring(platform_name, ranks=ranks, profile=profile, **kw)
 
 

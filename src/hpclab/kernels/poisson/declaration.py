@@ -41,14 +41,21 @@ KERNEL = Kernel(
     },
     profiles={
         # convergence: N of the study (full solves, C); strong: N of the strong scaling
-        # (time per iteration over `iterations` iterations); compare: the implementations
+        # (time per iteration over `iterations` iterations); compare: the implementations;
+        # simulated: N, rank counts and iterations of the simulated cluster (hpclab.simulate)
         "quick": {"convergence": [16, 32, 64], "strong": [64], "iterations": 40,
-                  "compare": 64, "repetitions": 2, "check_upto": 4, "timeout": 60},
+                  "compare": 64, "repetitions": 2, "check_upto": 4, "timeout": 60,
+                  "simulated": {"n": 512, "ranks": [1, 2, 4, 8, 16, 32, 48, 96],
+                                "iterations": 5}},
         "standard": {"convergence": [32, 64, 128, 256, 512, 1024], "strong": [256, 1024, 2048],
                      "iterations": 100, "compare": 512, "repetitions": 3, "check_upto": 4,
-                     "timeout": 600},
+                     "timeout": 600,
+                     "simulated": {"n": 4096, "ranks": [1, 2, 4, 8, 16, 32, 48, 96, 192],
+                                   "iterations": 10}},
         "full": {"convergence": [32, 64, 128, 256, 512, 1024, 2048, 4096],
                  "strong": [256, 1024, 4096], "iterations": 200, "compare": 1024,
-                 "repetitions": 5, "check_upto": 8, "timeout": 7200},
+                 "repetitions": 5, "check_upto": 8, "timeout": 7200,
+                 "simulated": {"n": 4096, "ranks": [1, 2, 4, 8, 16, 32, 48, 96, 192],
+                               "iterations": 20}},
     },
 )
