@@ -136,3 +136,14 @@ def test_poisson_runs_and_checks_itself_on_a_simulated_cluster(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     saved, _ = records.load(next(tmp_path.glob("poisson-*.csv")))
     assert set(saved["nprocs"]) == {1, 2}
+
+
+@needs_smpi
+def test_jacobi_weak_scaling_runs_and_checks_itself_on_a_simulated_cluster():
+    run = simulate.jacobi("orfeo", ranks=[1, 8, 25], L=8, sweeps=2, repetitions=1)
+    w = run.records.pivot_table(index="nprocs", columns="metric", values="value")
+    assert list(w.index) == [1, 8, 25] and (w["sweep"] > 0).all()
+    assert list(w["cut"]) == [0, 3, 2]  # directions cut: 1x1x1, 2x2x2, 5x5x1 (as under MPICH)
+    # across nodes the halo waits on the internode link: more of the sweep than in one node
+    assert w.loc[25, "halo"] > w.loc[8, "halo"]
+    assert set(run.records["grid"]) == {"1x1x1", "2x2x2", "5x5x1"}

@@ -331,3 +331,62 @@ def numbers(run, lam, bandwidth, pp_source, stream_gbs, stream_source, t5, orfeo
         "ib48_mlups": float(ib48["MLUP/s"]), "ib48_slow": float(ib48["slow-down"]),
         "tcp48_mlups": float(tcp48["MLUP/s"]), "tcp48_slow": float(tcp48["slow-down"]),
     }
+
+
+# ----------------------------------------------------------------------- simulated cluster
+
+def simulated(profile=None, platform="orfeo"):
+    """Weak scaling of the C sweep (cube decomposition) on a simulated cluster
+    (:mod:`hpclab.simulate`) at the profile's ``simulated`` L and rank counts: a records.Run,
+    or None without SimGrid."""
+    from hpclab import simulate
+
+    if not simulate.available():
+        return None
+    s = profiles.get(NAME, profile)["simulated"]
+    return simulate.jacobi(platform, ranks=s["ranks"], L=s["L"], sweeps=s["sweeps"],
+                           profile=profile)
+
+
+def simulated_table(df, t5):
+    """Per P: grid, simulated ms per sweep and in the halo, the halo's share, the slow-down
+    against one rank, and report 001's measured slow-down (Table 5, L = 1200) at that P."""
+    t = records.table(df)
+    w = t.pivot_table(index=["nprocs", "grid"], columns="metric", values="value",
+                      aggfunc="median").reset_index()
+    out = pd.DataFrame({"P": w["nprocs"].astype(int), "grid": w["grid"],
+                        "ms per sweep": w["sweep"] * 1e3, "halo [ms]": w["halo"] * 1e3})
+    out["halo share"] = w["halo"] / w["sweep"]
+    out["slow-down"] = w["sweep"] / float(w.loc[w["nprocs"] == 1, "sweep"].iloc[0])
+    pub = t5.sort_values("placement").drop_duplicates("nprocs", keep="first")
+    pub = pub.set_index("nprocs")
+    out["report 001 slow-down (L = 1200)"] = out["P"].map(pub["slowdown"])
+    out["report 001 placement"] = out["P"].map(pub["placement"])
+    return out.sort_values("P").reset_index(drop=True)
+
+
+def simulated_words(table, L, spec):
+    """What the simulated weak scaling shows, in sentences computed from it."""
+    per_node = spec["cores_per_socket"] * spec["sockets_per_node"]
+    top = table.iloc[-1]
+    inside = table[(table["P"] > 1) & (table["P"] <= per_node)]
+    lines = [f"Simulated, L = {L} points per rank and dimension: at P = {int(top['P'])} "
+             f"({'two nodes' if top['P'] > per_node else 'one node'}) a sweep takes "
+             f"{top['slow-down']:.2f} times as long as on one rank, and the halo exchange is "
+             f"{top['halo share'] * 100:.0f}% of it."]
+    if len(inside):
+        lines.append(f"Within one node the slow-down is {inside['slow-down'].min():.2f} to "
+                     f"{inside['slow-down'].max():.2f}.")
+    pub = table.dropna(subset=["report 001 slow-down (L = 1200)"])
+    if len(pub):
+        last = pub.iloc[-1]
+        lines.append(f"Report 001 measured a slow-down of "
+                     f"{last['report 001 slow-down (L = 1200)']:.3f} at P = {int(last['P'])} "
+                     f"with L = 1200, where a sweep computes {1200 / L:.0f}³ = "
+                     f"{(1200 / L) ** 3:,.0f} times as many points per rank for "
+                     f"{(1200 / L) ** 2:,.0f} times the halo: the larger L, the smaller the "
+                     "network's share.")
+    lines.append("The simulated ranks compute one at a time on this machine, each with its "
+                 "core, but not its caches, to itself: the arithmetic in each sweep is this "
+                 "machine's, the halo column is the platform's network.")
+    return "\n".join(lines)

@@ -46,6 +46,7 @@ SOURCES = {
     "pingpong": ["pingpong/pingpong.c", "common/hpclab_common.c"],
     "ring": ["ring/ring.c", "common/hpclab_common.c", "common/hpclab_topo.c"],
     "poisson": ["poisson/poisson.c", "common/hpclab_common.c", "common/hpclab_topo.c"],
+    "jacobi": ["jacobi/jacobi.c", "common/hpclab_common.c", "common/hpclab_topo.c"],
 }
 # SMPI settings every simulation uses (see the module's doc); recorded in the metadata
 NETWORK = ["--cfg=network/model:CM02", "--cfg=network/crosstraffic:0"]
@@ -331,7 +332,39 @@ def poisson(platform_name, ranks=None, n=1024, iterations=10, repetitions=2, int
         "ranks": ranks, "n": n, "implementations": ["c"]}, config=COMPUTE_CONFIG))
 
 
-RUNNERS = {"pingpong": pingpong, "ring": ring, "poisson": poisson}
+JACOBI_DECOMPOSITIONS = ("slab", "pencil", "cube")
+
+
+def jacobi(platform_name, ranks=None, L=64, sweeps=10, repetitions=2, decomposition="cube",
+           overlap=False, profile=None, timeout=900):
+    """Simulated weak scaling of the Jacobi sweep: L points per rank and dimension on P ranks
+    filled core by core, the Jacobi chapter's records (kind ``simulated``). The arithmetic is
+    timed on this machine, one rank at a time (see :data:`COMPUTE_CONFIG`)."""
+    from hpclab import records
+    from hpclab.kernels.jacobi import process_grid
+
+    spec = platform(platform_name)
+    ranks = sorted(set(ranks or default_ranks(spec)))
+    rows = []
+    for p in ranks:
+        dims = process_grid(decomposition, p)
+        nx, ny, nz = (L * q for q in dims)
+        results = run_driver("jacobi", spec, p,
+                             [JACOBI_DECOMPOSITIONS.index(decomposition), nx, ny, nz,
+                              int(bool(overlap)), sweeps, repetitions, *dims],
+                             timeout=timeout, config=COMPUTE_CONFIG)
+        if len(results) != 1:
+            raise SimulationError(f"the simulated jacobi on {p} ranks returned no result")
+        times = np.asarray(results[0]["times"], float).reshape(-1, repetitions)
+        params = {"kind": "simulated", "decomposition": decomposition,
+                  "overlap": bool(overlap), "L": L, "N": 0, "nx": nx, "ny": ny, "nz": nz,
+                  "grid": "x".join(map(str, dims)), "oversubscribed": False}
+        rows += records.timings("jacobi", "c", p, 1, params, times)
+    return records.Run(records.frame(rows), _meta("jacobi", spec, profile, {
+        "ranks": ranks, "L": L, "implementations": ["c"]}, config=COMPUTE_CONFIG))
+
+
+RUNNERS = {"pingpong": pingpong, "ring": ring, "poisson": poisson, "jacobi": jacobi}
 
 
 def run(kernel, platform_name, ranks=None, profile=None, placement=None, timeout=None):
@@ -348,10 +381,13 @@ def run(kernel, platform_name, ranks=None, profile=None, placement=None, timeout
     if placement:
         raise ValueError("--placement names where the two ping-pong ranks sit; the other "
                          "kernels fill cores in order")
-    if kernel == "poisson":
+    if kernel in ("poisson", "jacobi"):
         from hpclab import profiles
 
-        sim = profiles.get("poisson", profile)["simulated"]
+        sim = profiles.get(kernel, profile)["simulated"]
+        if kernel == "jacobi":
+            return jacobi(platform_name, ranks=ranks or sim["ranks"], L=sim["L"],
+                          sweeps=sim["sweeps"], profile=profile, **kw)
         return poisson(platform_name, ranks=ranks or sim["ranks"], n=sim["n"],
                        iterations=sim["iterations"], profile=profile, **kw)
     return ring(platform_name, ranks=ranks, profile=profile, **kw)

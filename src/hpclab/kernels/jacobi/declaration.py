@@ -39,11 +39,15 @@ KERNEL = Kernel(
     profiles={
         # weak: points per rank and dimension (L); strong: global points per dimension;
         # compare: the implementations at the first strong size; check_upto: correctness
+        # simulated: L, rank counts (report 001's) and sweeps on a simulated cluster
         "quick": {"weak": [12], "strong": [20], "sweeps": 4, "repetitions": 2,
-                  "check_upto": 4, "timeout": 60},
+                  "check_upto": 4, "timeout": 60,
+                  "simulated": {"L": 16, "ranks": [1, 4, 8, 12, 24, 48], "sweeps": 2}},
         "standard": {"weak": [64, 128], "strong": [96, 192], "sweeps": 20, "repetitions": 3,
-                     "check_upto": 4, "timeout": 300},
+                     "check_upto": 4, "timeout": 300,
+                     "simulated": {"L": 64, "ranks": [1, 4, 8, 12, 24, 48], "sweeps": 10}},
         "full": {"weak": [128, 256], "strong": [256, 512], "sweeps": 20, "repetitions": 5,
-                 "check_upto": 8, "timeout": 1800},
+                 "check_upto": 8, "timeout": 1800,
+                 "simulated": {"L": 128, "ranks": [1, 4, 8, 12, 24, 48], "sweeps": 10}},
     },
 )
