@@ -147,3 +147,15 @@ def test_jacobi_weak_scaling_runs_and_checks_itself_on_a_simulated_cluster():
     # across nodes the halo waits on the internode link: more of the sweep than in one node
     assert w.loc[25, "halo"] > w.loc[8, "halo"]
     assert set(run.records["grid"]) == {"1x1x1", "2x2x2", "5x5x1"}
+
+
+@needs_smpi
+def test_amdahl_phases_on_a_simulated_cluster():
+    run = simulate.amdahl("orfeo", ranks=[1, 2, 25], shape=(50, 20, 10), repetitions=2,
+                          distribution="2d")
+    w = run.records.pivot_table(index="nprocs", columns="metric", values="value")
+    parts = w[["create", "distribute", "add", "collect"]].sum(axis=1)
+    assert np.allclose(parts, w["total"], rtol=0.05)
+    # one rank sends nothing; more ranks pay for distributing over the network
+    assert w.loc[25, "distribute"] > w.loc[1, "distribute"]
+    assert set(run.records["shape"]) == {"50x20x10"}

@@ -564,3 +564,55 @@ def implementation_table(df, shape=None):
                                                                     + ["total"]]
     t.index = [{"c": "C", "cython": "Cython", "python": "mpi4py + numpy"}[i] for i in t.index]
     return (t * 1e3).round(1).rename(columns=lambda c: f"{c} [ms]")
+
+
+# ----------------------------------------------------------------------- simulated cluster
+
+def simulated(profile=None, platform="orfeo"):
+    """Strong scaling of the C program (no topology) on a simulated cluster
+    (:mod:`hpclab.simulate`) at the profile's ``simulated`` shape and rank counts: a
+    records.Run, or None without SimGrid."""
+    from hpclab import simulate
+
+    if not simulate.available():
+        return None
+    s = profiles.get(NAME, profile)["simulated"]
+    return simulate.amdahl(platform, ranks=s["ranks"], shape=s["shape"],
+                           repetitions=profiles.get(NAME, profile)["repetitions"],
+                           profile=profile)
+
+
+def simulated_table(df):
+    """Per P: the median of every phase in ms, the simulated speed-up S = T(1) / T(P) and
+    Amdahl's S(P) from the s measured at P = 1."""
+    ph = phases(df, kind="simulated")
+    w = ph.pivot_table(index="nprocs", columns="metric", values="median") * 1e3
+    w = w[["create", "distribute", "add", "collect", "total"]]
+    w.columns = [f"{c} [ms]" for c in w.columns]
+    s = serial_fraction(df, kind="simulated", shape=str(df["shape"].iloc[0]))["s"]
+    total = w["total [ms]"]
+    w["S simulated"] = total.iloc[0] / total
+    w["S Amdahl (s at P = 1)"] = amdahl_speedup(s, w.index.to_numpy())
+    w.index.name = "P"
+    return w.reset_index()
+
+
+def simulated_words(df, table, orfeo):
+    """The simulated serial fraction and speed-ups in sentences computed from them."""
+    s = serial_fraction(df, kind="simulated", shape=str(df["shape"].iloc[0]))
+    top = table.iloc[-1]
+    two = table[table["P"] == 2]
+    grow = ""
+    if len(two):
+        comm2 = float(two["distribute [ms]"].iloc[0] + two["collect [ms]"].iloc[0])
+        commp = float(top["distribute [ms]"] + top["collect [ms]"])
+        grow = (f" Distributing and collecting take {comm2:.3g} ms at P = 2 and {commp:.3g} ms "
+                f"at P = {int(top['P'])}: they cross the network, and Amdahl's law has no term "
+                "for work that appears only when P > 1.")
+    interval = (f" (95% interval {s['low']:.3f} to {s['high']:.3f} over {s['reps']} "
+                "repetitions)" if np.isfinite(s["low"]) else "")
+    o = orfeo_s(orfeo)
+    return (f"Simulated s at P = 1: {s['s']:.3f}{interval}. At P = {int(top['P'])} Amdahl's "
+            f"law with it predicts S = {top['S Amdahl (s at P = 1)']:.2f}; the simulation gives "
+            f"S = {top['S simulated']:.2f}.{grow} Report 001 fitted s = {o['s']:.2f} on one "
+            f"socket (1 to {o['high']} processes), which caps S at {o['ceiling']:.2f}.")

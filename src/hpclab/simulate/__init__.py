@@ -47,6 +47,7 @@ SOURCES = {
     "ring": ["ring/ring.c", "common/hpclab_common.c", "common/hpclab_topo.c"],
     "poisson": ["poisson/poisson.c", "common/hpclab_common.c", "common/hpclab_topo.c"],
     "jacobi": ["jacobi/jacobi.c", "common/hpclab_common.c", "common/hpclab_topo.c"],
+    "amdahl": ["amdahl/amdahl.c", "common/hpclab_common.c", "common/hpclab_topo.c"],
 }
 # SMPI settings every simulation uses (see the module's doc); recorded in the metadata
 NETWORK = ["--cfg=network/model:CM02", "--cfg=network/crosstraffic:0"]
@@ -364,7 +365,42 @@ def jacobi(platform_name, ranks=None, L=64, sweeps=10, repetitions=2, decomposit
         "ranks": ranks, "L": L, "implementations": ["c"]}, config=COMPUTE_CONFIG))
 
 
-RUNNERS = {"pingpong": pingpong, "ring": ring, "poisson": poisson, "jacobi": jacobi}
+AMDAHL_DISTRIBUTIONS = ("none", "1d", "2d", "3d")
+
+
+def amdahl(platform_name, ranks=None, shape=(2400, 100, 100), repetitions=3,
+           distribution="none", profile=None, timeout=900):
+    """Simulated strong scaling of report 001's matrix addition (create on rank 0,
+    distribute, add, collect) on P ranks filled core by core: the Amdahl chapter's records
+    (kind ``simulated``). The arithmetic and copies are timed on this machine, one rank at a
+    time (see :data:`COMPUTE_CONFIG`); the messages cross the platform's network."""
+    from hpclab import records
+    from hpclab.kernels.amdahl import process_grid
+
+    spec = platform(platform_name)
+    ranks = sorted(set(ranks or default_ranks(spec)))
+    nx, ny, nz = (int(v) for v in shape)
+    rows = []
+    for p in ranks:
+        dims = (list(process_grid(distribution, p)) + [1, 1])[:3]  # "none": (P,)
+        results = run_driver("amdahl", spec, p,
+                             [AMDAHL_DISTRIBUTIONS.index(distribution), nx, ny, nz,
+                              repetitions, *dims],
+                             timeout=timeout, config=COMPUTE_CONFIG)
+        if len(results) != 1:
+            raise SimulationError(f"the simulated amdahl on {p} ranks returned no result")
+        times = np.asarray(results[0]["times"], float).reshape(-1, repetitions)
+        params = {"kind": "simulated", "distribution": distribution, "nx": nx, "ny": ny,
+                  "nz": nz, "shape": f"{nx}x{ny}x{nz}", "hugepages": False,
+                  "oversubscribed": False}
+        rows += records.timings("amdahl", "c", p, 1, params, times)
+    return records.Run(records.frame(rows), _meta("amdahl", spec, profile, {
+        "ranks": ranks, "shape": [nx, ny, nz], "implementations": ["c"]},
+        config=COMPUTE_CONFIG))
+
+
+RUNNERS = {"pingpong": pingpong, "ring": ring, "amdahl": amdahl, "jacobi": jacobi,
+           "poisson": poisson}
 
 
 def run(kernel, platform_name, ranks=None, profile=None, placement=None, timeout=None):
@@ -381,10 +417,13 @@ def run(kernel, platform_name, ranks=None, profile=None, placement=None, timeout
     if placement:
         raise ValueError("--placement names where the two ping-pong ranks sit; the other "
                          "kernels fill cores in order")
-    if kernel in ("poisson", "jacobi"):
+    if kernel in ("amdahl", "jacobi", "poisson"):
         from hpclab import profiles
 
         sim = profiles.get(kernel, profile)["simulated"]
+        if kernel == "amdahl":
+            return amdahl(platform_name, ranks=ranks or sim["ranks"], shape=sim["shape"],
+                          profile=profile, **kw)
         if kernel == "jacobi":
             return jacobi(platform_name, ranks=ranks or sim["ranks"], L=sim["L"],
                           sweeps=sim["sweeps"], profile=profile, **kw)

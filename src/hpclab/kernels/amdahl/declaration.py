@@ -43,21 +43,25 @@ KERNEL = Kernel(
         # shapes: strong scaling, every distribution (C); compare: the implementations at
         # the first shape; weak: the first extent grows with P; synthetic: the sleeping
         # program of known serial fraction s on 1 .. procs ranks (sleeping ranks need no
-        # core of their own); check_upto: correctness runs (oversubscribed allowed)
+        # core of their own); check_upto: correctness runs (oversubscribed allowed);
+        # simulated: the shape and rank counts on a simulated cluster (hpclab.simulate)
         "quick": {"shapes": [[48, 20, 20], [24, 40, 20]], "weak": [24, 20, 20],
                   "compare": ["none", "3d"], "repetitions": 2,
                   "synthetic": {"s": 0.3, "work": 0.1, "procs": 4, "jitter": 0.03,
                                 "repetitions": 3, "seed": 1},
-                  "check_upto": 4, "timeout": 60},
+                  "check_upto": 4, "timeout": 60,
+                  "simulated": {"shape": [48, 20, 20], "ranks": [1, 2, 4, 12, 24, 48]}},
         "standard": {"shapes": REPORT_SHAPES, "weak": [600, 100, 100],
                      "compare": ["none", "3d"], "repetitions": 3,
                      "synthetic": {"s": 0.3, "work": 0.2, "procs": 4, "jitter": 0.03,
                                    "repetitions": 4, "seed": 1},
-                     "check_upto": 4, "timeout": 300},
+                     "check_upto": 4, "timeout": 300,
+                     "simulated": {"shape": [2400, 100, 100], "ranks": [1, 2, 4, 8, 12, 24, 48]}},
         "full": {"shapes": REPORT_SHAPES, "weak": [2400, 100, 100],
                  "compare": ["none", "1d", "2d", "3d"], "repetitions": 10,
                  "synthetic": {"s": 0.3, "work": 0.5, "procs": 8, "jitter": 0.03,
                                "repetitions": 5, "seed": 1},
-                 "check_upto": 8, "timeout": 1800},
+                 "check_upto": 8, "timeout": 1800,
+                 "simulated": {"shape": [2400, 100, 100], "ranks": [1, 2, 4, 8, 12, 24, 48]}},
     },
 )

@@ -6,28 +6,13 @@
  * USAGE
  *   smpirun -np P ... jacobi DECOMPOSITION NX NY NZ OVERLAP SWEEPS REPETITIONS PX PY PZ
  *   DECOMPOSITION is the number of enum hpclab_jacobi_decomposition; PX PY PZ the process
- *   grid that MPI_Dims_create gives under mpiexec (SMPI's own splits 25 ranks as 25x1x1
- *   where MPICH and Open MPI give 5x5x1, so the driver hands the kernel that grid). Rank 0 prints
+ *   grid that MPI_Dims_create gives under mpiexec (see smpi_driver.h). Rank 0 prints
  *   HPCLAB-JSON {"nbytes": NX, "times": [...]}: the kernel's metrics, metric by metric, each
  *   over the repetitions (jacobi.h). The kernel is jacobi.c, compiled unchanged, and checks
  *   after every batch that the field still holds the discrete solution.
  */
 #include "smpi_driver.h"
 #include "jacobi.h"
-
-static int grid[3];
-
-/* The process grid of the real MPI libraries, given on the command line (see above). */
-int MPI_Dims_create(int nnodes, int ndims, int dims[])
-{
-    int product = 1;
-    for (int d = 0; d < ndims && d < 3; d++) {
-        if (dims[d] == 0)
-            dims[d] = grid[d];
-        product *= dims[d];
-    }
-    return product == nnodes ? MPI_SUCCESS : MPI_ERR_DIMS;
-}
 
 int main(int argc, char **argv)
 {
@@ -47,7 +32,7 @@ int main(int argc, char **argv)
     int repetitions = atoi(argv[7]);
     long nx = atol(argv[2]), ny = atol(argv[3]), nz = atol(argv[4]);
     for (int d = 0; d < 3; d++)
-        grid[d] = atoi(argv[8 + d]);
+        hpclab_grid[d] = atoi(argv[8 + d]);
     int count = HPCLAB_JACOBI_NMETRICS * (repetitions > 0 ? repetitions : 1);
     double *times = malloc(sizeof(double) * (size_t)count);
     if (hpclab_jacobi(MPI_COMM_WORLD, decomposition, nx, ny, nz, overlap, sweeps, repetitions,

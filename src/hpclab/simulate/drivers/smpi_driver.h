@@ -29,4 +29,30 @@ static int hpclab_driver_fail(int rank, const char *kernel, const char *errmsg, 
     return 1;
 }
 
+/* The process grid the real MPI libraries give, set by the driver from its command line:
+ * SMPI's own MPI_Dims_create splits 25 ranks as 25x1x1 where MPICH and Open MPI give
+ * 5x5x1, so a driver whose kernel asks for a grid hands it this one instead. */
+static int hpclab_grid[3];
+
+int MPI_Dims_create(int nnodes, int ndims, int dims[])
+{
+    int product = 1, fixed = 1, first_free = -1;
+    for (int d = 0; d < ndims; d++) {
+        if (dims[d] > 0)
+            fixed *= dims[d];
+        else if (first_free < 0)
+            first_free = d;
+    }
+    for (int d = 0; d < ndims; d++) {
+        if (dims[d] == 0) {
+            if (d < 3 && hpclab_grid[d] > 0)
+                dims[d] = hpclab_grid[d];
+            else  /* no grid given (a 1D ring, rows of a 2D mesh): all in the first free one */
+                dims[d] = d == first_free && fixed > 0 ? nnodes / fixed : 1;
+        }
+        product *= dims[d];
+    }
+    return product == nnodes ? MPI_SUCCESS : MPI_ERR_DIMS;
+}
+
 #endif
