@@ -76,6 +76,7 @@ def test_simulate_cli_writes_records(tmp_path):
     assert set(df["impl"]) == {"c"} and (df["nprocs"] == 2).all()
     small = df[df["nbytes"] == 0]["value"].median()
     assert small == pytest.approx(0.40e-6, rel=0.05)  # orfeo's intersocket latency
+    assert "Hockney fit: lambda = 0.4" in r.stdout and "intersocket link of orfeo" in r.stdout
 
 
 def test_missing_simgrid_says_how_to_get_it(tmp_path):

@@ -157,7 +157,24 @@ def _simulate(args):
         return 1
     path = records.save(run, out_dir=args.out)
     print(f"{len(run)} simulated records ({args.kernel} on {args.platform}) -> {path}")
+    if args.kernel == "pingpong":
+        print(_simulated_hockney(run))
     return 0
+
+
+def _simulated_hockney(run):
+    """The Hockney fit of simulated ping-pong records beside the link it ran over."""
+    from hpclab import models, simulate
+
+    g = run.records.groupby("nbytes")["value"].median()
+    fit = models.fit(models.HOCKNEY, g.index.to_numpy(float), g.to_numpy(), sigma="relative")
+    spec = simulate.platform(run.meta["platform"])
+    where = run.meta.get("placement_name") or "internode"
+    link = spec.get(where) or spec["internode"]
+    return (f"Hockney fit: lambda = {fit.params['lambda'] * 1e6:.3f} us, "
+            f"B = {fit.params['B'] / 1e9:.3f} GB/s; the {where} link of {spec['name']}: "
+            f"{link.get('latency_us', float('nan')):g} us, "
+            f"{link.get('bandwidth_MBps', float('nan')) / 1e3:g} GB/s")
 
 
 def _slurm_step_tasks():
