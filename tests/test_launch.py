@@ -194,14 +194,19 @@ def test_engines_stop_when_the_python_that_started_them_exits(tmp_path):
 
 def test_a_binding_launcher_does_not_shrink_the_machine():
     """Pinned to one core each (as Open MPI and srun pin), ranks still see the job's cores."""
-    code = ("from hpclab import launch, protocol\n"
-            "protocol.emit({'usable': launch.usable_cores(), 'own': launch.rank_cores()})\n")
+    # rank 0 hands over every rank's view at once: two ranks printing could share a line
+    code = ("from mpi4py import MPI\n"
+            "from hpclab import launch, protocol\n"
+            "seen = MPI.COMM_WORLD.gather({'usable': launch.usable_cores(),\n"
+            "                              'own': launch.rank_cores()})\n"
+            "if MPI.COMM_WORLD.Get_rank() == 0:\n"
+            "    protocol.emit(seen)\n")
     n = 2 if launch.rank_cores() >= 2 else 1
     r = launch.mpirun([sys.executable, "-c", code], n=n, timeout=120,
                       mpi_args=launch.bind_to_core(n))
     from hpclab import protocol
 
-    seen = protocol.parse(r.stdout)
+    seen = protocol.last(r.stdout)
     assert len(seen) == n
     assert all(s["own"] == 1 for s in seen), seen
     assert all(s["usable"] == launch.rank_cores() for s in seen), seen

@@ -35,14 +35,31 @@ def slurm(tmp_path_factory):
 
 
 def submit(env, script, tmp_path, timeout=600):
-    """sbatch a script from the repository's folder and wait for it; (exit code, output)."""
+    """sbatch a script from the repository's folder and wait for it; (exit code, output).
+    (``sbatch --wait`` polls every 10 s; scontrol answers as soon as the job ends.)"""
+    import time
+
     path = tmp_path / "job.sh"
     path.write_text(script)
-    cmd = ["sbatch", "--parsable", "--wait", f"--output={tmp_path}/job-%j.out",
+    cmd = ["sbatch", "--parsable", f"--output={tmp_path}/job-%j.out",
            f"--export=ALL,HPCLAB_PROFILE=quick,SCRATCH={tmp_path}", str(path)]
-    r = launch.run_process(cmd, timeout=timeout, env=env, cwd=ROOT, what="a Slurm job")
-    outputs = sorted(tmp_path.glob("job-*.out"))
-    return r.returncode, (outputs[-1].read_text() if outputs else r.stdout + r.stderr)
+    r = launch.run_process(cmd, timeout=60, env=env, cwd=ROOT, what="sbatch")
+    assert r.returncode == 0, r.stderr
+    job = r.stdout.strip().split(";")[0]
+    end = time.monotonic() + timeout
+    while True:
+        show = launch.run_process(["scontrol", "show", "job", job], timeout=30, env=env).stdout
+        state = re.search(r"JobState=(\w+)", show)
+        if state and state.group(1) not in ("PENDING", "CONFIGURING", "RUNNING",
+                                            "COMPLETING"):
+            break
+        if time.monotonic() > end:
+            launch.run_process(["scancel", job], timeout=30, env=env)
+            raise TimeoutError(f"Slurm job {job} did not end within {timeout} s")
+        time.sleep(0.5)
+    code = int(re.search(r"ExitCode=(\d+):", show).group(1))
+    out = tmp_path / f"job-{job}.out"
+    return code, (out.read_text() if out.exists() else show)
 
 
 def test_readme_batch_script_runs_as_printed(slurm, tmp_path):

@@ -26,6 +26,7 @@ from hpclab import profiles
 
 
 def _parser():
+    from hpclab import simulate
     from hpclab.experiments import EXPERIMENTS
     from hpclab.kernels import registry
 
@@ -51,13 +52,15 @@ def _parser():
     c.add_argument("--inject-fault", action="store_true", help=argparse.SUPPRESS)
     s = sub.add_parser("simulate", help="run a kernel's C code on a simulated cluster "
                        "(SimGrid SMPI; not under mpiexec)")
-    s.add_argument("kernel", choices=["pingpong", "ring", "amdahl", "jacobi", "poisson"])
+    s.add_argument("kernel", choices=list(simulate.RUNNERS))
     s.add_argument("--platform", required=True,
                    help="platform name (two-host, orfeo, stampede2) from hpclab/simulate/platforms")
     s.add_argument("--ranks", default=None,
-                   help="comma-separated rank counts (ring; default: the platform's boundaries)")
+                   help="comma-separated rank counts (default: the platform's socket and node "
+                   "boundaries)")
     s.add_argument("--placement", default=None,
-                   help="where the two ping-pong ranks sit: intrasocket, intersocket, internode")
+                   help="where the two ranks of a two-rank kernel sit: intrasocket, "
+                   "intersocket, internode")
     s.add_argument("--profile", choices=profiles.PROFILES, default=None)
     s.add_argument("--out", default="results", help="folder for the records (default: results)")
     sub.add_parser("machine", help="print what this machine is (JSON)")
@@ -157,24 +160,9 @@ def _simulate(args):
         return 1
     path = records.save(run, out_dir=args.out)
     print(f"{len(run)} simulated records ({args.kernel} on {args.platform}) -> {path}")
-    if args.kernel == "pingpong":
-        print(_simulated_hockney(run))
+    for line in simulate.summary(run):
+        print(line)
     return 0
-
-
-def _simulated_hockney(run):
-    """The Hockney fit of simulated ping-pong records beside the link it ran over."""
-    from hpclab import models, simulate
-
-    g = run.records.groupby("nbytes")["value"].median()
-    fit = models.fit(models.HOCKNEY, g.index.to_numpy(float), g.to_numpy(), sigma="relative")
-    spec = simulate.platform(run.meta["platform"])
-    where = run.meta.get("placement_name") or "internode"
-    link = spec.get(where) or spec["internode"]
-    return (f"Hockney fit: lambda = {fit.params['lambda'] * 1e6:.3f} us, "
-            f"B = {fit.params['B'] / 1e9:.3f} GB/s; the {where} link of {spec['name']}: "
-            f"{link.get('latency_us', float('nan')):g} us, "
-            f"{link.get('bandwidth_MBps', float('nan')) / 1e3:g} GB/s")
 
 
 def _slurm_step_tasks():

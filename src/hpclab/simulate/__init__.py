@@ -432,5 +432,22 @@ def run(kernel, platform_name, ranks=None, profile=None, placement=None, timeout
     return ring(platform_name, ranks=ranks, profile=profile, **kw)
 
 
+def summary(run):
+    """Lines that say what a simulation found: for ping-pong, the Hockney fit of its records
+    beside the link it ran over."""
+    if run.meta["experiment"] != "pingpong":
+        return []
+    from hpclab import models
+
+    g = run.records.groupby("nbytes")["value"].median()
+    fit = models.fit(models.HOCKNEY, g.index.to_numpy(float), g.to_numpy(), sigma="relative")
+    spec = platform(run.meta["platform"])
+    where = run.meta.get("placement_name") or "internode"
+    link = spec.get(where) or spec["internode"]
+    return [f"Hockney fit: lambda = {fit.params['lambda'] * 1e6:.3f} us, "
+            f"B = {fit.params['B'] / 1e9:.3f} GB/s; the {where} link of {spec['name']}: "
+            f"{link['latency_us']:g} us, {link['bandwidth_MBps'] / 1e3:g} GB/s"]
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit("use: python -m hpclab simulate <kernel> --platform <name>")
