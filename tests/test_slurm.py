@@ -84,12 +84,26 @@ def test_a_chapter_sweep_runs_under_srun(slurm, tmp_path):
 
 
 def test_tasks_that_came_up_as_singletons_fail_loudly(slurm, tmp_path):
-    script = readme_script().replace("srun --mpi=pmi2", "srun --mpi=none")
+    script = re.sub(r'srun --mpi=("\$\([^)]*\)"|\S+)', "srun --mpi=none", readme_script())
+    assert "--mpi=none" in script
     code, out = submit(slurm, script, tmp_path)
     assert code != 0
     assert "each one started as its own MPI world of size 1" in out and "--mpi=pmi2" in out
     assert not list((tmp_path / "hpclab").glob("*.csv")) if (tmp_path / "hpclab").exists() \
         else True
+
+
+def test_srun_mpi_names_the_plugin_of_this_mpi(slurm, monkeypatch):
+    for key, value in slurm.items():
+        monkeypatch.setenv(key, value)
+    plugin, warning = launch.srun_mpi_plugin()
+    assert plugin == ("pmix" if launch.mpi_family() == "openmpi" else "pmi2")
+    assert warning is None  # Debian's Slurm lists both
+    monkeypatch.setattr(launch, "mpi_family", lambda: "other")
+    monkeypatch.setattr(launch.subprocess, "run", lambda *a, **k: type(
+        "R", (), {"stdout": "MPI plugin types are...\n\tnone\n\tcray_shasta\n", "stderr": ""})())
+    plugin, warning = launch.srun_mpi_plugin()
+    assert plugin == "pmi2" and "does not list --mpi=pmi2" in warning
 
 
 def test_local_slurm_says_what_it_needs(monkeypatch):

@@ -65,6 +65,8 @@ def _parser():
     s.add_argument("--out", default="results", help="folder for the records (default: results)")
     sub.add_parser("machine", help="print what this machine is (JSON)")
     sub.add_parser("list", help="list the experiments")
+    sub.add_parser("srun-mpi", help="print the srun --mpi= plugin this environment's MPI "
+                   "needs (pmi2 or pmix)")
     return p
 
 
@@ -80,6 +82,14 @@ def main(argv=None):
         return _check(args)
     if args.command == "simulate":
         return _simulate(args)
+    if args.command == "srun-mpi":
+        from hpclab import launch
+
+        plugin, warning = launch.srun_mpi_plugin()
+        if warning:
+            print(f"warning: {warning}", file=sys.stderr)
+        print(plugin)
+        return 0
     if args.command == "machine":
         from hpclab import machine
 

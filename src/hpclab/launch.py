@@ -102,6 +102,25 @@ def usable_cores():
     return own
 
 
+def srun_mpi_plugin():
+    """The ``srun --mpi=`` plugin this environment's MPI needs, and a warning or None: 'pmix'
+    for Open MPI, 'pmi2' for MPICH and its kin (the mpich package, Intel MPI, MVAPICH). When
+    srun is on PATH and does not list the plugin, the warning says so."""
+    plugin = "pmix" if mpi_family() == "openmpi" else "pmi2"
+    if not shutil.which("srun"):
+        return plugin, None
+    try:
+        listed = subprocess.run(["srun", "--mpi=list"], capture_output=True, text=True,
+                                timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return plugin, None
+    names = re.findall(r"^\s*(\w+)\s*$", listed.stdout + listed.stderr, re.MULTILINE)
+    if names and plugin not in names:
+        return plugin, (f"this site's srun does not list --mpi={plugin} (it has "
+                        f"{', '.join(names)}); ask its support which PMI your MPI speaks")
+    return plugin, None
+
+
 def launcher_name():
     """How this MPI job was started, for the records: 'srun' inside a Slurm job step,
     'mpiexec' otherwise."""
@@ -429,12 +448,12 @@ class Engines:
     """
 
     def __init__(self, n=2, timeout=DEFAULT_TIMEOUT, start_timeout=START_TIMEOUT, mpi_args=(),
-                 environment=None, what=DEFAULT_WHAT, launcher="mpiexec", srun_mpi="pmi2",
+                 environment=None, what=DEFAULT_WHAT, launcher="mpiexec", srun_mpi=None,
                  sbatch_options=()):
         if launcher not in ("mpiexec", "slurm"):
             raise ValueError(f"launcher is 'mpiexec' or 'slurm', got {launcher!r}")
         self.launcher = launcher
-        self.srun_mpi = str(srun_mpi)
+        self.srun_mpi = str(srun_mpi) if srun_mpi else None
         self.sbatch_options = [str(o) for o in sbatch_options]
         # under Slurm the job's allocation, not this machine's cores, sets the ranks' cores
         self.n = check_ranks(n, what) if launcher == "mpiexec" else _positive(n)
@@ -495,6 +514,7 @@ class Engines:
         cluster = ipp.Cluster(engines="slurm", n=self.n, profile_dir=self.profile_dir,
                               log_level=40, controller_ip="*")
         options = "".join(f"#SBATCH {o}\n" for o in self.sbatch_options)
+        self.srun_mpi = self.srun_mpi or srun_mpi_plugin()[0]
         srun_args = " ".join(self.mpi_args)
         launcher = cluster.config.SlurmEngineSetLauncher
         launcher.batch_template = (
@@ -657,7 +677,7 @@ class Engines:
 
 
 def cluster(n=2, timeout=DEFAULT_TIMEOUT, start_timeout=START_TIMEOUT, mpi_args=(),
-            environment=None, what=DEFAULT_WHAT, launcher="mpiexec", srun_mpi="pmi2",
+            environment=None, what=DEFAULT_WHAT, launcher="mpiexec", srun_mpi=None,
             sbatch_options=()):
     """Context manager: n MPI engines, stopped when the block ends however it ends.
 
@@ -675,8 +695,9 @@ def cluster(n=2, timeout=DEFAULT_TIMEOUT, start_timeout=START_TIMEOUT, mpi_args=
         Extra environment variables for controller and engines.
     launcher : {'mpiexec', 'slurm'}
         'slurm': the engines are one batch job of n tasks (``sbatch``), started by
-        ``srun --mpi=<srun_mpi>`` ('pmi2' for the mpich package, MPICH and Intel MPI,
-        'pmix' for Open MPI; ``srun --mpi=list`` shows a site's); ``mpi_args`` go to srun and
+        ``srun --mpi=<srun_mpi>`` (default: :func:`srun_mpi_plugin`, 'pmi2' for the mpich
+        package, MPICH and Intel MPI, 'pmix' for Open MPI; ``srun --mpi=list`` shows a
+        site's); ``mpi_args`` go to srun and
         ``sbatch_options`` (``["--time=00:30:00", "--partition=debug"]``) into the script.
     """
     if any(a in ("-n", "-np") for a in map(str, mpi_args)):
