@@ -360,8 +360,8 @@ def simulated_table(df, t5):
     out["slow-down"] = w["sweep"] / float(w.loc[w["nprocs"] == 1, "sweep"].iloc[0])
     pub = t5.sort_values("placement").drop_duplicates("nprocs", keep="first")
     pub = pub.set_index("nprocs")
-    out["report 001 slow-down (L = 1200)"] = out["P"].map(pub["slowdown"])
-    out["report 001 placement"] = out["P"].map(pub["placement"])
+    out["slow-down, report 001"] = out["P"].map(pub["slowdown"])
+    out["placement, report 001"] = out["P"].map(pub["placement"])
     return out.sort_values("P").reset_index(drop=True)
 
 
@@ -377,11 +377,11 @@ def simulated_words(table, L, spec):
     if len(inside):
         lines.append(f"Within one node the slow-down is {inside['slow-down'].min():.2f} to "
                      f"{inside['slow-down'].max():.2f}.")
-    pub = table.dropna(subset=["report 001 slow-down (L = 1200)"])
+    pub = table.dropna(subset=["slow-down, report 001"])
     if len(pub):
         last = pub.iloc[-1]
         lines.append(f"Report 001 measured a slow-down of "
-                     f"{last['report 001 slow-down (L = 1200)']:.3f} at P = {int(last['P'])} "
+                     f"{last['slow-down, report 001']:.3f} at P = {int(last['P'])} "
                      f"with L = 1200, where a sweep computes {1200 / L:.0f}³ = "
                      f"{(1200 / L) ** 3:,.0f} times as many points per rank for "
                      f"{(1200 / L) ** 2:,.0f} times the halo: the larger L, the smaller the "
