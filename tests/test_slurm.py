@@ -113,7 +113,7 @@ def test_local_slurm_says_what_it_needs(monkeypatch):
         assert "apt-get install slurm-wlm munge" in why and "munged" in why
 
 
-def test_notebook_engines_through_slurm(slurm, monkeypatch):
+def test_notebook_engines_through_slurm(slurm, monkeypatch, tmp_path):
     """launch.cluster(launcher='slurm'): the engines are one batch job whose tasks form one
     MPI world (srun --mpi=pmi2), in rank order; the job ends with the block."""
     import subprocess
@@ -121,9 +121,12 @@ def test_notebook_engines_through_slurm(slurm, monkeypatch):
 
     for key, value in slurm.items():
         monkeypatch.setenv(key, value)
+    monkeypatch.chdir(tmp_path)
     with launch.cluster(n=2, timeout=60, launcher="slurm", what="slurm engines",
                         sbatch_options=["--time=00:10:00"]) as engines:
         seen = engines.run(launch.whoami)
+    # the batch script and the job's output went to the engines' own folder, now removed
+    assert not list(tmp_path.iterdir())
     assert [w["rank"] for w in seen] == [0, 1] and {w["size"] for w in seen} == {2}
     assert {w["thread_level"] for w in seen} == {"funneled"}
     end = time.monotonic() + 60

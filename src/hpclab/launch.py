@@ -517,9 +517,12 @@ class Engines:
         self.srun_mpi = self.srun_mpi or srun_mpi_plugin()[0]
         srun_args = " ".join(self.mpi_args)
         launcher = cluster.config.SlurmEngineSetLauncher
+        # the batch script and the job's output stay in the profile folder (removed on
+        # stop), not in the notebook's folder
+        launcher.batch_file_name = os.path.join(self.profile_dir, "engines.sbatch")
         launcher.batch_template = (
             "#!/bin/sh\n#SBATCH --export=ALL\n#SBATCH --job-name=hpclab-engines-{cluster_id}\n"
-            "#SBATCH --ntasks={n}\n" + options
+            "#SBATCH --ntasks={n}\n#SBATCH --output={output_file}\n" + options
             + f"srun --mpi={self.srun_mpi} {srun_args} {{program_and_args}}\n")
         launcher.engine_args = ["--mpi"]
         launcher.environment = {
