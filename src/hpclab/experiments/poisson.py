@@ -601,6 +601,25 @@ def simulated_speedup(df):
     return out.reset_index(drop=True)
 
 
+def simulated_figure(sp, n, ref, spec):
+    """The simulated speed-up (``simulated_speedup``) beside report 000's one-node speed-ups
+    (``scaling_reference``), with the ideal line and the node boundary marked."""
+    from hpclab import plots
+
+    one_node = ref[ref["nodes"] == 1]
+    both = pd.concat([
+        sp.assign(median=sp["speed-up"], mesh=f"N = {n}, simulated"),
+        one_node.assign(median=one_node["speed-up"],
+                        mesh="N = " + one_node["N"].astype(str) + ", report 000 (1 node)")])
+    both = both.assign(best=both["median"], worst=both["median"])
+    ax = plots.scaling(both.sort_values("P"), "P", "mesh", ideal=lambda p: p, logx=True,
+                       logy=True, integer_x=False, line=True, xlabel="ranks P",
+                       ylabel="speed-up of one CG iteration",
+                       title="Simulated Stampede2-like cluster and report 000")
+    ax.axvline(spec["cores_per_socket"] * spec["sockets_per_node"] + 0.5, color="0.5", ls=":")
+    return ax
+
+
 def simulated_words(sp, n, spec, sc):
     """The simulated speed-ups in sentences, beside report 000's one-node Table 4.1 at the
     same N when it has one (times under 10 s left out, as elsewhere on the page)."""
