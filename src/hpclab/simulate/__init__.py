@@ -271,7 +271,7 @@ def ring(platform_name, ranks=None, profile=None, variants=("sendrecv",), payloa
     """Simulated two-way ring on P ranks filled core by core: the Ring chapter's records."""
     from hpclab import profiles, records
 
-    order = ("ssend_ordered", "send", "isend", "irecv", "sendrecv")
+    order = _choices("ring", "variant")
     spec = platform(platform_name)
     ranks = sorted(set(ranks or default_ranks(spec)))
     c = {**RING_COUNTS, **counts}
@@ -279,8 +279,9 @@ def ring(platform_name, ranks=None, profile=None, variants=("sendrecv",), payloa
                     else profiles.get("ring", profile)["payloads"][:1])
     rows = []
     for variant in variants:
-        if variant not in order:
-            raise ValueError(f"unknown ring variant {variant!r}: choose from {', '.join(order)}")
+        if variant not in order or variant == "naive":
+            raise ValueError(f"unknown ring variant {variant!r}: choose from "
+                             f"{', '.join(v for v in order if v != 'naive')}")
         for p in ranks:
             results = run_driver("ring", spec, p, [order.index(variant), c["warmup"],
                                                    c["iterations"], c["repetitions"], *payloads],
@@ -307,33 +308,46 @@ def default_ranks(spec):
     return sorted(r for r in out if 1 <= r <= cores)
 
 
+def _choices(kernel, param):
+    """A declared parameter's choices, in the order of the C enum they index."""
+    from hpclab.kernels.registry import get
+
+    return get(kernel).param(param).choices
+
+
+def _computed(kernel, spec, ranks, repetitions, case, profile, extra, timeout):
+    """Run a computing kernel's driver at every P (``case(p)`` gives its arguments and its
+    record parameters) with the arithmetic timed here; the records.Run."""
+    from hpclab import records
+
+    rows = []
+    for p in ranks:
+        args, params = case(p)
+        results = run_driver(kernel, spec, p, args, timeout=timeout, config=COMPUTE_CONFIG)
+        if len(results) != 1:
+            raise SimulationError(f"the simulated {kernel} on {p} ranks returned no result")
+        times = np.asarray(results[0]["times"], float).reshape(-1, repetitions)
+        rows += records.timings(kernel, "c", p, 1,
+                                {"kind": "simulated", **params, "oversubscribed": False}, times)
+    return records.Run(records.frame(rows), _meta(kernel, spec, profile, {
+        "ranks": list(ranks), **extra, "implementations": ["c"]}, config=COMPUTE_CONFIG))
+
+
 def poisson(platform_name, ranks=None, n=1024, iterations=10, repetitions=2, interleave=True,
             profile=None, timeout=900):
     """Simulated CG solves of the Poisson problem (capped at ``iterations``) on P ranks filled
     core by core: the Poisson chapter's records (kind ``simulated``). The arithmetic is timed
     on this machine, one rank at a time (see :data:`COMPUTE_CONFIG`)."""
-    from hpclab import records
-
     spec = platform(platform_name)
     ranks = sorted(set(ranks or default_ranks(spec)))
-    rows = []
-    for p in ranks:
-        if p > n:
-            raise ValueError(f"N = {n} has fewer rows than {p} ranks: choose N >= P")
-        results = run_driver("poisson", spec, p, [n, int(bool(interleave)), iterations,
-                                                  repetitions],
-                             timeout=timeout, config=COMPUTE_CONFIG)
-        if len(results) != 1:
-            raise SimulationError(f"the simulated poisson on {p} ranks returned no result")
-        times = np.asarray(results[0]["times"], float).reshape(-1, repetitions)
-        params = {"kind": "simulated", "n": n, "interleave": bool(interleave),
-                  "iterations_cap": iterations, "oversubscribed": False}
-        rows += records.timings("poisson", "c", p, 1, params, times)
-    return records.Run(records.frame(rows), _meta("poisson", spec, profile, {
-        "ranks": ranks, "n": n, "implementations": ["c"]}, config=COMPUTE_CONFIG))
+    if ranks[-1] > n:
+        raise ValueError(f"N = {n} has fewer rows than {ranks[-1]} ranks: choose N >= P")
 
+    def case(p):
+        return ([n, int(bool(interleave)), iterations, repetitions],
+                {"n": n, "interleave": bool(interleave), "iterations_cap": iterations})
 
-JACOBI_DECOMPOSITIONS = ("slab", "pencil", "cube")
+    return _computed("poisson", spec, ranks, repetitions, case, profile, {"n": n}, timeout)
 
 
 def jacobi(platform_name, ranks=None, L=64, sweeps=10, repetitions=2, decomposition="cube",
@@ -341,31 +355,20 @@ def jacobi(platform_name, ranks=None, L=64, sweeps=10, repetitions=2, decomposit
     """Simulated weak scaling of the Jacobi sweep: L points per rank and dimension on P ranks
     filled core by core, the Jacobi chapter's records (kind ``simulated``). The arithmetic is
     timed on this machine, one rank at a time (see :data:`COMPUTE_CONFIG`)."""
-    from hpclab import records
     from hpclab.kernels.jacobi import process_grid
 
     spec = platform(platform_name)
-    ranks = sorted(set(ranks or default_ranks(spec)))
-    rows = []
-    for p in ranks:
+    index = _choices("jacobi", "decomposition").index(decomposition)
+
+    def case(p):
         dims = process_grid(decomposition, p)
         nx, ny, nz = (L * q for q in dims)
-        results = run_driver("jacobi", spec, p,
-                             [JACOBI_DECOMPOSITIONS.index(decomposition), nx, ny, nz,
-                              int(bool(overlap)), sweeps, repetitions, *dims],
-                             timeout=timeout, config=COMPUTE_CONFIG)
-        if len(results) != 1:
-            raise SimulationError(f"the simulated jacobi on {p} ranks returned no result")
-        times = np.asarray(results[0]["times"], float).reshape(-1, repetitions)
-        params = {"kind": "simulated", "decomposition": decomposition,
-                  "overlap": bool(overlap), "L": L, "N": 0, "nx": nx, "ny": ny, "nz": nz,
-                  "grid": "x".join(map(str, dims)), "oversubscribed": False}
-        rows += records.timings("jacobi", "c", p, 1, params, times)
-    return records.Run(records.frame(rows), _meta("jacobi", spec, profile, {
-        "ranks": ranks, "L": L, "implementations": ["c"]}, config=COMPUTE_CONFIG))
+        return ([index, nx, ny, nz, int(bool(overlap)), sweeps, repetitions, *dims],
+                {"decomposition": decomposition, "overlap": bool(overlap), "L": L, "N": 0,
+                 "nx": nx, "ny": ny, "nz": nz, "grid": "x".join(map(str, dims))})
 
-
-AMDAHL_DISTRIBUTIONS = ("none", "1d", "2d", "3d")
+    return _computed("jacobi", spec, sorted(set(ranks or default_ranks(spec))), repetitions,
+                     case, profile, {"L": L}, timeout)
 
 
 def amdahl(platform_name, ranks=None, shape=(2400, 100, 100), repetitions=3,
@@ -374,29 +377,20 @@ def amdahl(platform_name, ranks=None, shape=(2400, 100, 100), repetitions=3,
     distribute, add, collect) on P ranks filled core by core: the Amdahl chapter's records
     (kind ``simulated``). The arithmetic and copies are timed on this machine, one rank at a
     time (see :data:`COMPUTE_CONFIG`); the messages cross the platform's network."""
-    from hpclab import records
     from hpclab.kernels.amdahl import process_grid
 
     spec = platform(platform_name)
-    ranks = sorted(set(ranks or default_ranks(spec)))
+    index = _choices("amdahl", "distribution").index(distribution)
     nx, ny, nz = (int(v) for v in shape)
-    rows = []
-    for p in ranks:
+
+    def case(p):
         dims = (list(process_grid(distribution, p)) + [1, 1])[:3]  # "none": (P,)
-        results = run_driver("amdahl", spec, p,
-                             [AMDAHL_DISTRIBUTIONS.index(distribution), nx, ny, nz,
-                              repetitions, *dims],
-                             timeout=timeout, config=COMPUTE_CONFIG)
-        if len(results) != 1:
-            raise SimulationError(f"the simulated amdahl on {p} ranks returned no result")
-        times = np.asarray(results[0]["times"], float).reshape(-1, repetitions)
-        params = {"kind": "simulated", "distribution": distribution, "nx": nx, "ny": ny,
-                  "nz": nz, "shape": f"{nx}x{ny}x{nz}", "hugepages": False,
-                  "oversubscribed": False}
-        rows += records.timings("amdahl", "c", p, 1, params, times)
-    return records.Run(records.frame(rows), _meta("amdahl", spec, profile, {
-        "ranks": ranks, "shape": [nx, ny, nz], "implementations": ["c"]},
-        config=COMPUTE_CONFIG))
+        return ([index, nx, ny, nz, repetitions, *dims],
+                {"distribution": distribution, "nx": nx, "ny": ny, "nz": nz,
+                 "shape": f"{nx}x{ny}x{nz}", "hugepages": False})
+
+    return _computed("amdahl", spec, sorted(set(ranks or default_ranks(spec))), repetitions,
+                     case, profile, {"shape": [nx, ny, nz]}, timeout)
 
 
 RUNNERS = {"pingpong": pingpong, "ring": ring, "amdahl": amdahl, "jacobi": jacobi,

@@ -17,16 +17,10 @@
 int main(int argc, char **argv)
 {
     char errmsg[512];
-    int rank;
-
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (argc != 9) {
-        if (rank == 0)
-            fprintf(stderr, "usage: %s DISTRIBUTION NX NY NZ REPETITIONS PX PY PZ\n", argv[0]);
-        MPI_Finalize();
+    int rank = hpclab_driver_start(&argc, &argv, 8, 0,
+                                   "DISTRIBUTION NX NY NZ REPETITIONS PX PY PZ");
+    if (rank < 0)
         return 2;
-    }
     int distribution = atoi(argv[1]), repetitions = atoi(argv[5]);
     long nx = atol(argv[2]), ny = atol(argv[3]), nz = atol(argv[4]);
     for (int d = 0; d < 3; d++)

@@ -17,17 +17,10 @@
 int main(int argc, char **argv)
 {
     char errmsg[512];
-    int rank;
-
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (argc != 11) {
-        if (rank == 0)
-            fprintf(stderr, "usage: %s DECOMPOSITION NX NY NZ OVERLAP SWEEPS REPETITIONS "
-                    "PX PY PZ\n", argv[0]);
-        MPI_Finalize();
+    int rank = hpclab_driver_start(&argc, &argv, 10, 0, "DECOMPOSITION NX NY NZ OVERLAP SWEEPS "
+                                   "REPETITIONS PX PY PZ");
+    if (rank < 0)
         return 2;
-    }
     int decomposition = atoi(argv[1]), overlap = atoi(argv[5]), sweeps = atoi(argv[6]);
     int repetitions = atoi(argv[7]);
     long nx = atol(argv[2]), ny = atol(argv[3]), nz = atol(argv[4]);

@@ -13,16 +13,9 @@
 int main(int argc, char **argv)
 {
     char errmsg[512];
-    int rank;
-
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (argc < 5) {
-        if (rank == 0)
-            fprintf(stderr, "usage: %s WARMUP ITERATIONS REPETITIONS NBYTES...\n", argv[0]);
-        MPI_Finalize();
+    int rank = hpclab_driver_start(&argc, &argv, 4, 1, "WARMUP ITERATIONS REPETITIONS NBYTES...");
+    if (rank < 0)
         return 2;
-    }
     int warmup = atoi(argv[1]), iterations = atoi(argv[2]), repetitions = atoi(argv[3]);
     double *times = malloc(sizeof(double) * (size_t)(repetitions > 0 ? repetitions : 1));
     for (int a = 4; a < argc; a++) {

@@ -15,16 +15,9 @@
 int main(int argc, char **argv)
 {
     char errmsg[512];
-    int rank;
-
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (argc != 5) {
-        if (rank == 0)
-            fprintf(stderr, "usage: %s N INTERLEAVE ITERATIONS REPETITIONS\n", argv[0]);
-        MPI_Finalize();
+    int rank = hpclab_driver_start(&argc, &argv, 4, 0, "N INTERLEAVE ITERATIONS REPETITIONS");
+    if (rank < 0)
         return 2;
-    }
     long n = atol(argv[1]), iterations = atol(argv[3]);
     int interleave = atoi(argv[2]), repetitions = atoi(argv[4]);
     int count = HPCLAB_POISSON_NMETRICS * (repetitions > 0 ? repetitions : 1);

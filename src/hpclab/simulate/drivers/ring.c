@@ -14,17 +14,9 @@
 int main(int argc, char **argv)
 {
     char errmsg[512];
-    int rank;
-
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (argc < 6) {
-        if (rank == 0)
-            fprintf(stderr, "usage: %s VARIANT WARMUP ITERATIONS REPETITIONS NBYTES...\n",
-                    argv[0]);
-        MPI_Finalize();
+    int rank = hpclab_driver_start(&argc, &argv, 5, 1, "VARIANT WARMUP ITERATIONS REPETITIONS NBYTES...");
+    if (rank < 0)
         return 2;
-    }
     int variant = atoi(argv[1]), warmup = atoi(argv[2]), iterations = atoi(argv[3]);
     int repetitions = atoi(argv[4]);
     double *times = malloc(sizeof(double) * (size_t)(repetitions > 0 ? repetitions : 1));

@@ -19,6 +19,24 @@ static void hpclab_emit_times(size_t nbytes, const double *times, int repetition
     fflush(stdout);
 }
 
+/* MPI_Init, then this rank, or -1 (after a usage line from rank 0 and MPI_Finalize) when
+ * the command line has not `nargs` arguments (at least `nargs` when `more`, a list of sizes
+ * following): the driver then exits with 2. */
+static int hpclab_driver_start(int *argc, char ***argv, int nargs, int more, const char *usage)
+{
+    int rank;
+
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (*argc < nargs + 1 || (!more && *argc != nargs + 1)) {
+        if (rank == 0)
+            fprintf(stderr, "usage: %s %s\n", (*argv)[0], usage);
+        MPI_Finalize();
+        return -1;
+    }
+    return rank;
+}
+
 /* Say what failed (rank 0), free, finalize; the driver's exit code. */
 static int hpclab_driver_fail(int rank, const char *kernel, const char *errmsg, double *times)
 {
