@@ -174,6 +174,17 @@ def test_saturation_models_recover_known_parameters(model):
         assert 6 < models.saturation_threads(f) < 7.5
 
 
+def test_saturation_reached_by_one_thread_reports_b1_at_the_ceiling():
+    # a loaded machine: two threads measure no more than one, so every b1 >= Bmax draws the
+    # same curve; the fit must not report a ceiling below one thread's bandwidth
+    n = np.array([1, 1, 1, 2, 2, 2], dtype=float)
+    y = np.array([10.0, 10.2, 9.9, 9.7, 9.8, 9.6]) * 1e9
+    f = models.fit(models.SATURATION, n, y)
+    assert 0 < f["b1"] <= f["Bmax"], f.table()
+    assert models.saturation_threads(f) == 1.0
+    np.testing.assert_allclose(f.predict(n), np.full(n.size, f["Bmax"]))
+
+
 def test_roofline_bounds_by_memory_then_peak():
     r = models.Roofline(bandwidth=20e9, peak=100e9, source="test")
     assert r.ridge == 5.0

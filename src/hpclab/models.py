@@ -68,6 +68,9 @@ class Model:
     x_name: str
     y_name: str
     inputs: tuple = ()          # names of the inputs of a model of several variables
+    # maps fitted parameters to one representative of the set that draws the same curve on
+    # the model's domain (None: every parameter set draws its own curve)
+    canonical: Callable | None = None
 
     def __call__(self, x, *params):
         return self.func(as_inputs(self, x), *params)
@@ -153,9 +156,15 @@ AMDAHL = Model("amdahl", "S(N) = 1/(s + (1-s)/N)", _amdahl, ("s",), lambda x, y:
 GUSTAFSON = Model("gustafson", "S(N) = N - s(N-1)", _gustafson, ("s",), lambda x, y: [0.1],
                   ([0.0], [1.0]), 1.0, True, "workers N", "scaled speed-up S")
 
+def _saturation_canonical(b1, bmax):
+    # every b1 >= Bmax draws the same min(n·b1, Bmax) for n >= 1 (a second thread that
+    # measures no more than the first leaves b1 unidentified above Bmax): report b1 = Bmax
+    return min(b1, bmax), bmax
+
+
 SATURATION = Model("saturation", "B(n) = min(n·b1, Bmax)", _saturation, ("b1", "Bmax"),
                    _saturation_guess, ([0.0, 0.0], [np.inf, np.inf]), 1.0, True, "threads n",
-                   "bandwidth B")
+                   "bandwidth B", canonical=_saturation_canonical)
 SATURATION_SMOOTH = Model("saturation_smooth", "B(n) = Bmax·(1 − exp(−n·b1/Bmax))",
                           _saturation_smooth, ("b1", "Bmax"), _saturation_guess,
                           ([0.0, 0.0], [np.inf, np.inf]), 1.0, True, "threads n", "bandwidth B")
@@ -392,6 +401,8 @@ def fit(model, x, y, sigma=None, p0=None):
         raise FitError(f"{model.name}: the fit did not converge ({exc})") from None
     popt = qopt * pscale
     pcov = qcov * np.outer(pscale, pscale)
+    if model.canonical is not None:
+        popt = np.asarray(model.canonical(*popt), dtype=float)
     dof = x.shape[-1] - len(popt)
     stderr = np.sqrt(np.clip(np.diag(pcov), 0, np.inf))
     t = stats.t.ppf(0.975, dof)
