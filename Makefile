@@ -20,14 +20,21 @@ endif
 # the environment's mpicc and mpiexec come first
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: setup book test test-openmpi lab release grade bench clean distclean help
+.PHONY: setup book test test-openmpi lab release grade export report roster duedate formgrader \
+  bench clean distclean help
 
 help:
 	@echo "make book      build the site (measures this machine; PROFILE=quick|standard|full)"
 	@echo "make test      run the test suite (what CI runs)"
 	@echo "make lab       open the lab notebooks in JupyterLab"
 	@echo "make release   regenerate labs/ from solutions/ (instructors)"
-	@echo "make grade     autograde autograder/submitted/*/<lab> (instructors)"
+	@echo "make grade     autograde new or changed submissions in autograder/submitted/<student>/<lab>"
+	@echo "               (LAB=ring STUDENT=alice: only those; FORCE=1: grade again) (instructors)"
+	@echo "make export    grades.csv and grades-lms.csv from the gradebook, running nothing"
+	@echo "make report    the class report (autograder/class-report.html)"
+	@echo "make roster ROSTER=students.csv   names and emails (id,first_name,last_name,email)"
+	@echo "make duedate LAB=ring DUE='2026-12-01 17:00:00 Europe/Rome'   a lab's due date"
+	@echo "make formgrader  open nbgrader's formgrader on this course (manual grading)"
 	@echo "make bench     our kernels and outside references side by side (see README)"
 	@echo "make setup     only create .venv and build the kernels (MPI=system: use your mpicc)"
 	@echo "make test-openmpi  the kernel, CLI and launch tests again under the system's Open MPI"
@@ -80,8 +87,30 @@ lab: $(STAMP)
 release: $(STAMP)
 	$(BIN)/python autograder/grade.py release
 
+GRADE := $(BIN)/python autograder/grade.py
 grade: $(STAMP)
-	$(BIN)/python autograder/grade.py grade
+	$(GRADE) grade $(LAB) $(foreach s,$(STUDENT),--student $(s)) $(if $(FORCE),--force)
+
+export: $(STAMP)
+	$(GRADE) export
+
+report: $(STAMP)
+	$(GRADE) report
+
+roster: $(STAMP)
+	@test -n "$(ROSTER)" || { echo "make roster ROSTER=students.csv (columns id,first_name,last_name,email)"; exit 1; }
+	$(GRADE) roster "$(abspath $(ROSTER))"
+
+duedate: $(STAMP)
+	@test -n "$(LAB)" -a -n "$(DUE)" || { echo "make duedate LAB=ring DUE='2026-12-01 17:00:00 Europe/Rome'"; exit 1; }
+	$(GRADE) duedate $(LAB) "$(DUE)"
+
+# formgrader reads nbgrader_config.py from its working folder: start it in autograder/, with
+# the repository as the server's root (the course must lie inside it)
+formgrader: $(STAMP)
+	@$(if $(ALLOW_ROOT),echo "running as root (a container?): starting JupyterLab with --allow-root")
+	cd $(CURDIR)/autograder && $(abspath $(BIN))/jupyter lab --ServerApp.root_dir=$(CURDIR) \
+	  --LabApp.default_url=/formgrader $(ALLOW_ROOT)
 
 # every kernel's bench; references given on the command line (make bench OSU=... IMB=...
 # STREAM_C=...) reach it through the environment
@@ -89,7 +118,8 @@ bench: $(STAMP)
 	$(BIN)/python -m hpclab.bench
 
 clean:
-	rm -rf _build build src/*.egg-info autograder/autograded autograder/feedback autograder/grades.csv
+	rm -rf _build build src/*.egg-info autograder/autograded autograder/feedback autograder/grades.csv \
+	  autograder/grades-lms.csv autograder/class-report.html
 	find src -name '__pycache__' -prune -exec rm -rf {} +
 
 distclean: clean

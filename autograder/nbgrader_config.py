@@ -13,8 +13,11 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 from feedback import HideHiddenTests  # noqa: E402
-from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
-from nbgrader.preprocessors import GetGrades  # noqa: E402
+from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, GetGrades,  # noqa: E402
+                                    IgnorePattern, LimitOutput, SaveAutoGrades)
+from latepolicy import PerDayPenalty  # noqa: E402
+from sandbox import SandboxedExecute  # noqa: E402
 
 c = get_config()  # noqa: F821
 
@@ -29,10 +32,19 @@ c.CourseDirectory.db_url = "sqlite:///" + os.path.join(HERE, "gradebook.db")
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "*.instructor.*",
                             "results", ".*"]
 
-# Every MPI call in a lab has its own timeout (at most TIMEOUT = 120 s); a cell may make a few
-# of them, so nbgrader's per-cell limit sits well above.
-c.Execute.timeout = 600
-c.Execute.interrupt_on_timeout = True
+# Submissions run in a sandbox (sandbox.py): nbgrader's Execute step is replaced, and the
+# gradebook is written by this process only, after the run. Every MPI call in a lab has its
+# own timeout (at most 300 s, STREAM's sweep), so the per-cell limit sits above it; grade.py sets
+# the wall budget of a whole submission.
+c.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor,
+                                       LimitOutput, SaveAutoGrades, AssignLatePenalties,
+                                       CheckCellMetadata]
+c.SandboxedExecute.timeout = 360
+
+# Late submissions (latepolicy.py; due dates: grade.py duedate LAB DATE)
+c.AssignLatePenalties.plugin_class = PerDayPenalty
+c.PerDayPenalty.fraction_per_day = 0.1
+c.PerDayPenalty.zero_after_days = 7
 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"

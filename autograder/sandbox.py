@@ -1,0 +1,421 @@
+"""Run a submission's notebook in a throwaway sandbox, outside the course folder.
+
+The notebook is executed (run_notebook.py) in a fresh folder under the system's temporary
+directory that holds only the notebook and the plain files submitted beside it, under
+bubblewrap (Debian: ``apt-get install bubblewrap``):
+
+* the course folder, the instructor's home, /tmp and /work-like trees are replaced by empty
+  folders; only the Python installation, the virtual environment and the hpclab sources are
+  mounted back, read-only, so ``solutions/``, the gradebook and other submissions are not
+  there to be read;
+* no network (a namespace with loopback only: MPI and the lab's engines still run);
+* its own process namespace: when the run ends or is stopped, every process it started ends;
+* run as root, it drops to a dedicated unprivileged user id (``HPCLAB_GRADER_UID``,
+  default 64123) so that the process limit holds;
+* limits on address space per process, processes, CPU seconds per process and file size
+  (output), and a wall budget for the whole submission.
+
+When the system refuses bubblewrap's namespaces, the run falls back to the dedicated user
+without namespaces (root) or to limits alone (any other user), and says so.
+
+The notebook that comes back is not trusted: only the outputs and execution counts of its
+cells are taken, cell by cell, onto the grader's own copy, and only when the cells' sources
+are unchanged. A graded test cell that did not run gets an error output, so it scores 0.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import nbformat
+from nbconvert.preprocessors import Preprocessor
+from traitlets import Bool, Integer
+
+HERE = Path(__file__).resolve().parent
+GiB = 1 << 30
+MiB = 1 << 20
+INNER = "/tmp/grading"  # where the sandbox sees its folder (its /tmp is an empty tmpfs)
+
+
+@dataclass
+class Limits:
+    """What one submission may use. ``wall`` and ``cell`` in seconds, ``memory`` bytes of
+    address space per process, ``output`` bytes per file written, ``cpu`` CPU seconds per
+    process, ``processes`` processes and threads of the sandbox's user."""
+
+    wall: float = 300.0
+    cell: float = 120.0
+    memory: int = 6 * GiB
+    processes: int = 512
+    cpu: int = 600
+    output: int = 64 * MiB
+    files: int = 64 * MiB      # total size of the plain files copied in beside the notebook
+
+    @classmethod
+    def from_env(cls, **override):
+        """Defaults, then HPCLAB_GRADE_<FIELD> variables, then ``override``."""
+        values = {}
+        for name, default in asdict(cls()).items():
+            raw = os.environ.get(f"HPCLAB_GRADE_{name.upper()}")
+            if raw:
+                values[name] = type(default)(float(raw))
+        values.update({k: v for k, v in override.items() if v is not None})
+        return cls(**values)
+
+
+@dataclass
+class Result:
+    status: str           # finished | timed out | failed
+    reason: str           # what happened, in words, for the instructor and the status file
+    isolation: str        # bwrap | user | none
+    notebook: object      # the trusted notebook with the sandbox's outputs merged in
+    seconds: float
+
+
+def grader_uid():
+    return int(os.environ.get("HPCLAB_GRADER_UID", "64123"))
+
+
+def uid_note():
+    return f"uid {grader_uid()} (HPCLAB_GRADER_UID)"
+
+
+def _mount_points():
+    """Folders the sandbox needs read-only: the interpreter, the environment, the sources
+    and the published reference datasets."""
+    import hpclab
+    from hpclab import reference
+
+    need = {Path(sys.base_prefix), Path(os.path.abspath(sys.prefix)),
+            Path(hpclab.__file__).resolve().parents[1], reference.data_dir().resolve()}
+    for name in ("numpy", "mpi4py", "nbclient"):
+        try:
+            mod = __import__(name)
+            need.add(Path(mod.__file__).resolve().parents[1])
+        except ImportError:
+            pass
+    return sorted(p.resolve() for p in need if p.exists())
+
+
+def _hidden():
+    """Trees replaced by empty folders: homes, temporary folders, the course, /work, /srv,
+    /mnt, /media, /opt and /root (whatever of them exists)."""
+    out = {Path.home(), HERE.parent, Path(tempfile.gettempdir())}
+    out |= {Path(p) for p in ("/home", "/root", "/tmp", "/var/tmp", "/work", "/srv", "/mnt",
+                              "/media", "/opt", "/run/user")}
+    return sorted(p for p in out if p.exists() and p != Path("/"))
+
+
+def _bwrap_args(box):
+    args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--perms", "1777", "--tmpfs",
+            "/dev/shm", "--proc", "/proc"]
+    hidden = _hidden()
+    for p in hidden:
+        args += ["--tmpfs", str(p)]
+    mounts, made = _mount_points(), set()
+    for p in mounts + [Path(INNER)]:
+        # folders on the way to a mount point inside an emptied tree: traversable by anyone
+        for parent in reversed(p.parents):
+            if parent not in made and any(h in parent.parents for h in hidden):
+                args += ["--perms", "0755", "--dir", str(parent)]
+                made.add(parent)
+    for p in mounts:
+        args += ["--ro-bind", str(p), str(p)]
+    args += ["--bind", str(box), INNER, "--chdir", f"{INNER}/work",
+             "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+             "--die-with-parent", "--new-session"]
+    if os.geteuid() != 0:
+        args += ["--unshare-user"]
+    return args
+
+
+def _probe_bwrap():
+    """Can this system run a bubblewrap sandbox? Returns None or why not."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap is not installed (Debian: apt-get install bubblewrap)"
+    args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "--unshare-net", "--unshare-pid", "--die-with-parent"]
+    if os.geteuid() != 0:
+        args.append("--unshare-user")
+    try:
+        r = subprocess.run(args + ["true"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bubblewrap did not run ({exc})"
+    return None if r.returncode == 0 else f"bubblewrap refused: {r.stderr.strip()[:300]}"
+
+
+def install_bwrap(log=print):
+    """Install Debian's bubblewrap when it is missing and this process may (root, apt-get)."""
+    if shutil.which("bwrap") or os.geteuid() != 0 or not shutil.which("apt-get"):
+        return
+    log("bubblewrap is missing: installing it (apt-get install bubblewrap)")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "bubblewrap"]):
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+        if r.returncode:
+            log(f"could not install bubblewrap: {r.stderr.strip()[-300:]}")
+            return
+
+
+def _user_can_run_python(uid):
+    """Without namespaces the dedicated user needs the interpreter readable (a Python under
+    /root is not)."""
+    try:
+        r = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                            os.path.abspath(sys.executable), "-c", "import nbclient, hpclab"],
+                           capture_output=True, timeout=60, cwd="/")
+        return r.returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def isolation():
+    """('bwrap' | 'user' | 'none', why not bwrap or '')."""
+    why = _probe_bwrap()
+    if why is None:
+        return "bwrap", ""
+    if os.geteuid() == 0 and shutil.which("setpriv") and _user_can_run_python(grader_uid()):
+        return "user", why
+    return "none", why
+
+
+def _limit(limits, uid):
+    def apply():
+        os.setsid()
+        for what, value in ((resource.RLIMIT_AS, limits.memory),
+                            (resource.RLIMIT_CPU, limits.cpu),
+                            (resource.RLIMIT_FSIZE, limits.output),
+                            (resource.RLIMIT_CORE, 0)):
+            resource.setrlimit(what, (value, value))
+        nproc = limits.processes
+        if uid is None:  # the instructor's own user: its processes count too
+            nproc += _processes_of(os.getuid())
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+    return apply
+
+
+def _processes_of(uid):
+    n = 0
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                n += sum(1 for line in (d / "status").read_text().splitlines()
+                         if line.startswith("Uid:") and int(line.split()[1]) == uid) * \
+                    len(list((d / "task").iterdir()))
+            except (OSError, ValueError):
+                pass
+    return n
+
+
+def _environment(box_path, venv_bin):
+    home = f"{box_path}/work"
+    return {
+        "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": home, "TMPDIR": f"{box_path}/tmp", "LANG": "C.UTF-8",
+        "JUPYTER_RUNTIME_DIR": f"{box_path}/tmp/runtime", "IPYTHONDIR": f"{box_path}/tmp/ipython",
+        "MPLCONFIGDIR": f"{box_path}/tmp/mpl", "MPLBACKEND": "Agg",
+        "HPCLAB_PROFILE": os.environ.get("HPCLAB_PROFILE", "quick"),
+        "HPCLAB_IPP_DIR": f"{box_path}/tmp/ipp", "NBGRADER_EXECUTION": "autograde",
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+    }
+
+
+def _copy_files(src, dest, budget):
+    """The plain files submitted beside the notebook (no links, no folders deeper than
+    the submission's, at most ``budget`` bytes); returns what was left out."""
+    left = []
+    if src is None or not Path(src).is_dir():
+        return left
+    for p in sorted(Path(src).rglob("*")):
+        rel = p.relative_to(src)
+        if p.is_symlink() or not p.is_file() or p.suffix == ".ipynb" or \
+                any(part.startswith(".") for part in rel.parts):
+            if p.is_symlink():
+                left.append(f"{rel} (a link)")
+            continue
+        size = p.stat().st_size
+        if size > budget:
+            left.append(f"{rel} ({size} bytes, over the budget)")
+            continue
+        budget -= size
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p, dest / rel)
+    return left
+
+
+def _kill_group(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _kill_uid(uid):
+    """Every process of the dedicated user (only a fallback without namespaces leaves any)."""
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if d.stat().st_uid == uid and int(d.name) != os.getpid():
+                    os.kill(int(d.name), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+
+
+def run(nb, limits, files_from=None, log=print):
+    """Execute notebook ``nb`` (nbformat node, not modified) in a sandbox; Result."""
+    mode, why = isolation()
+    if mode != "bwrap":
+        log(f"grading WITHOUT a sandbox ({why}); "
+            + (f"falling back to the dedicated user {uid_note()} with limits: it can read "
+               "what any user can" if mode == "user"
+               else "only limits apply: the submission can read what you can"))
+    uid = grader_uid() if mode in ("bwrap", "user") and os.geteuid() == 0 else None
+    box = Path(tempfile.mkdtemp(prefix="hpclab-sandbox-"))
+    t0 = time.monotonic()
+    try:
+        (box / "work").mkdir()
+        (box / "tmp").mkdir()
+        shutil.copyfile(HERE / "run_notebook.py", box / "run_notebook.py")
+        with open(box / "in.ipynb", "w") as fh:
+            nbformat.write(nb, fh)
+        left = _copy_files(files_from, box / "work", limits.files)
+        if uid is not None:
+            for p in [box / "work", box / "tmp", *(box / "work").rglob("*")]:
+                os.chown(p, uid, uid)
+            os.chmod(box, 0o755)
+        box_path = INNER if mode == "bwrap" else str(box)
+        python = os.path.abspath(sys.executable)  # not resolved: the environment's own
+        venv_bin = os.path.dirname(python)
+        inner = [python, f"{box_path}/run_notebook.py", f"{box_path}/in.ipynb",
+                 f"{box_path}/work/.executed.ipynb", str(limits.cell)]
+        if uid is not None:
+            inner = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                     "--inh-caps=-all", "--bounding-set=-all", *inner]
+        cmd = (_bwrap_args(box) + inner) if mode == "bwrap" else inner
+        env = _environment(box_path, venv_bin)
+        if mode != "bwrap":
+            env["HOME"] = str(box / "work")
+        proc = subprocess.Popen(cmd, cwd=box / "work", env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                preexec_fn=_limit(limits, uid))
+        status, reason = "finished", ""
+        try:
+            out, _ = proc.communicate(timeout=limits.wall)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            out, _ = proc.communicate()
+            status = "timed out"
+            reason = f"stopped after its wall budget of {limits.wall:g} s"
+        finally:
+            _kill_group(proc)
+            if uid is not None and mode != "bwrap":
+                _kill_uid(uid)
+        out = (out or b"")[-4000:].decode(errors="replace")
+        executed = _read_untrusted(box / "work" / ".executed.ipynb", limits.output)
+        merged, problem = merge(nb, executed)
+        if problem and status == "finished":
+            status, reason = "failed", problem
+            tail = out.strip().splitlines()[-3:]
+            if proc.returncode != 0 and tail:
+                reason += f" (the runner ended with code {proc.returncode}: {' | '.join(tail)})"
+        elif status == "finished" and proc.returncode != 0:
+            status = "failed"
+            errors = [x for x in out.splitlines() if "Error" in x or "Killed" in x]
+            reason = f"the notebook's runner ended with {_ended(proc.returncode)}" + \
+                (f": {errors[-1].strip()[:200]}" if errors else "")
+        not_run = mark_not_run(merged, reason or status)
+        if not_run and status == "finished":
+            status, reason = "failed", f"{not_run} graded cell(s) did not run"
+        if left:
+            reason = (reason + "; " if reason else "") + "not copied: " + ", ".join(left)
+        return Result(status, reason, mode, merged, time.monotonic() - t0)
+    finally:
+        shutil.rmtree(box, ignore_errors=True)
+
+
+def _ended(code):
+    """An exit code in words (a shell-style 128 + n is signal n)."""
+    n = -code if code < 0 else code - 128 if code > 128 else 0
+    if n:
+        try:
+            return f"signal {signal.Signals(n).name} (killed)"
+        except ValueError:
+            return f"signal {n}"
+    return f"exit status {code}"
+
+
+def _read_untrusted(path, limit):
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > limit:
+            return None
+        with open(path) as fh:
+            nb = nbformat.read(fh, as_version=4)
+        nbformat.validate(nb)
+        return nb
+    except Exception:  # any malformed file means: no outputs
+        return None
+
+
+def merge(nb, executed):
+    """The trusted notebook with ``executed``'s outputs, cell by cell; (notebook, problem)."""
+    merged = nbformat.from_dict(json.loads(json.dumps(nb)))
+    if executed is None:
+        return merged, "the sandbox returned no readable notebook"
+    if len(executed.cells) != len(merged.cells):
+        return merged, "the notebook's cells changed while it ran"
+    for mine, theirs in zip(merged.cells, executed.cells):
+        if mine.cell_type != theirs.cell_type or mine.source != theirs.source:
+            return merged, "the notebook's cells changed while it ran"
+        if mine.cell_type == "code":
+            mine.outputs = theirs.get("outputs", [])
+            mine.execution_count = theirs.get("execution_count")
+    return merged, ""
+
+
+def mark_not_run(nb, why):
+    """Give every graded code cell that has no execution count an error output; count."""
+    n = 0
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("grade") and cell.get("execution_count") is None:
+            cell.outputs = [nbformat.v4.new_output(
+                "error", ename="NotRun", evalue=f"this cell did not run: {why}",
+                traceback=[f"NotRun: this cell did not run: {why}"])]
+            n += 1
+    return n
+
+
+class SandboxedExecute(Preprocessor):
+    """nbgrader's Execute step, run in the sandbox (see the module's doc).
+
+    Configured in nbgrader_config.py in place of nbgrader's Execute. Writes what happened
+    as JSON to <student>.json in the folder named by HPCLAB_GRADE_STATUS, for grade.py.
+    """
+
+    enabled = Bool(True)  # nbconvert's preprocessors are off unless told
+    timeout = Integer(180, help="seconds one cell may run").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        path = resources.get("metadata", {}).get("path")
+        limits = Limits.from_env()
+        limits.cell = min(self.timeout, limits.wall)
+        result = run(nb, limits, files_from=path, log=self.log.warning)
+        folder = os.environ.get("HPCLAB_GRADE_STATUS")
+        student = resources.get("nbgrader", {}).get("student", "submission")
+        if folder:
+            with open(os.path.join(folder, f"{student}.json"), "w") as fh:
+                json.dump({"status": result.status, "reason": result.reason,
+                           "isolation": result.isolation,
+                           "seconds": round(result.seconds, 1)}, fh)
+        self.log.info("sandbox (%s): %s %s", result.isolation, result.status, result.reason)
+        return result.notebook, resources
