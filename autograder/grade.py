@@ -280,6 +280,17 @@ def grade(names, timeout=None, course=None, students=None, force=False):
     return 1 if failures else 0
 
 
+def report_values(course, name):
+    """Variables the lab names for the class report (notebook metadata hpclab.report)."""
+    import nbformat
+
+    nb = next(iter(sorted((course.source_dir / name).glob("*.ipynb"))), None)
+    if nb is None:
+        return []
+    wanted = nbformat.read(nb, as_version=4).metadata.get("hpclab", {}).get("report", {})
+    return [n for n in wanted if n.isidentifier()]
+
+
 def _by_student(log):
     """nbgrader's log cut into one piece per student (it announces each one)."""
     import re
@@ -305,7 +316,8 @@ def _grade_lab(course, name, todo, budget, secret, status, failures):
             shutil.copytree(workdir / "submitted" / student / name, stage / student / name,
                             symlinks=True)
         env = {"HPCLAB_PROFILE": GRADING_PROFILE, "HPCLAB_GRADE_WALL": str(budget),
-               "HPCLAB_GRADE_STATUS": str(reports)}
+               "HPCLAB_GRADE_STATUS": str(reports),
+               "HPCLAB_GRADE_VALUES": ",".join(report_values(course, name))}
         r = course.nbgrader("autograde", name, "--force",
                             f"--CourseDirectory.submitted_directory={stage}", env=env,
                             timeout=len(todo) * (budget + 60) + NBGRADER_TIMEOUT, check=False)
@@ -331,7 +343,8 @@ def _grade_lab(course, name, todo, budget, secret, status, failures):
             failures.append((student, name, "could not be graded (failed)", log[-2000:]))
         else:
             kind = {"finished": "graded"}.get(ran[student]["status"], ran[student]["status"])
-            entry.update(status=kind, reason=ran[student]["reason"])
+            entry.update(status=kind, reason=ran[student]["reason"],
+                         values=ran[student].get("values") or {})
             graded.append(student)
         status[name][student] = entry
     if graded:

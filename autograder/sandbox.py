@@ -79,6 +79,7 @@ class Result:
     isolation: str        # bwrap | user | none
     notebook: object      # the trusted notebook with the sandbox's outputs merged in
     seconds: float
+    values: dict = None   # the variables asked for, as the submission left them (untrusted)
 
 
 def grader_uid():
@@ -271,8 +272,9 @@ def _kill_uid(uid):
                 pass
 
 
-def run(nb, limits, files_from=None, log=print):
-    """Execute notebook ``nb`` (nbformat node, not modified) in a sandbox; Result."""
+def run(nb, limits, files_from=None, log=print, values=()):
+    """Execute notebook ``nb`` (nbformat node, not modified) in a sandbox; Result.
+    ``values``: names of variables to read from the kernel after the last cell."""
     mode, why = isolation()
     if mode != "bwrap":
         log(f"grading WITHOUT a sandbox ({why}); "
@@ -297,7 +299,7 @@ def run(nb, limits, files_from=None, log=print):
         python = os.path.abspath(sys.executable)  # not resolved: the environment's own
         venv_bin = os.path.dirname(python)
         inner = [python, f"{box_path}/run_notebook.py", f"{box_path}/in.ipynb",
-                 f"{box_path}/work/.executed.ipynb", str(limits.cell)]
+                 f"{box_path}/work/.executed.ipynb", str(limits.cell), ",".join(values)]
         if uid is not None:
             inner = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
                      "--inh-caps=-all", "--bounding-set=-all", *inner]
@@ -338,7 +340,8 @@ def run(nb, limits, files_from=None, log=print):
             status, reason = "failed", f"{not_run} graded cell(s) did not run"
         if left:
             reason = (reason + "; " if reason else "") + "not copied: " + ", ".join(left)
-        return Result(status, reason, mode, merged, time.monotonic() - t0)
+        return Result(status, reason, mode, merged, time.monotonic() - t0,
+                      _read_values(box / "work" / ".executed.ipynb.values.json", values))
     finally:
         shutil.rmtree(box, ignore_errors=True)
 
@@ -352,6 +355,24 @@ def _ended(code):
         except ValueError:
             return f"signal {n}"
     return f"exit status {code}"
+
+
+def _read_values(path, names):
+    """The values file written in the sandbox, reduced to finite floats of the names asked."""
+    import math
+
+    try:
+        if path.is_symlink() or path.stat().st_size > 1 << 20:
+            return {}
+        raw = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for name in names:
+        v = raw.get(name) if isinstance(raw, dict) else None
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            out[name] = float(v)
+    return out
 
 
 def _read_untrusted(path, limit):
@@ -409,13 +430,14 @@ class SandboxedExecute(Preprocessor):
         path = resources.get("metadata", {}).get("path")
         limits = Limits.from_env()
         limits.cell = min(self.timeout, limits.wall)
-        result = run(nb, limits, files_from=path, log=self.log.warning)
+        names = [n for n in os.environ.get("HPCLAB_GRADE_VALUES", "").split(",") if n]
+        result = run(nb, limits, files_from=path, log=self.log.warning, values=names)
         folder = os.environ.get("HPCLAB_GRADE_STATUS")
         student = resources.get("nbgrader", {}).get("student", "submission")
         if folder:
             with open(os.path.join(folder, f"{student}.json"), "w") as fh:
                 json.dump({"status": result.status, "reason": result.reason,
-                           "isolation": result.isolation,
+                           "isolation": result.isolation, "values": result.values,
                            "seconds": round(result.seconds, 1)}, fh)
         self.log.info("sandbox (%s): %s %s", result.isolation, result.status, result.reason)
         return result.notebook, resources

@@ -43,6 +43,7 @@ def toy_source(folder):
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
+    nb.metadata["hpclab"] = {"report": {"answer": {"quantity": "triad"}}}  # class report
     nb.cells = [
         nbformat.v4.new_markdown_cell("# Toy lab\nCompute the answer.",
                                       metadata=_meta("intro", locked=True)),
@@ -171,6 +172,7 @@ def hostile(tmp_path_factory):
     seconds = time.monotonic() - t0
     again = subprocess.run(cli + ["grade", "toy"] + common, capture_output=True, text=True,
                            timeout=600)
+    subprocess.run(cli + ["report"] + common, check=True, capture_output=True, timeout=300)
     return {"work": work, "first": first, "again": again, "seconds": seconds,
             "students": sorted(subs) + ["broken"], "source": source, "base": base}
 
@@ -251,6 +253,18 @@ def test_grading_again_skips_what_did_not_change(hostile):
         lms = list(csv.DictReader(fh))
     assert {r["ID"] for r in lms} >= set(hostile["students"])
     assert any(r["Email"] == "ada@example.org" for r in lms)
+
+
+def test_the_class_report_shows_the_students_numbers(hostile):
+    work = hostile["work"]
+    status = json.loads((work / "status.json").read_text())["toy"]
+    assert status["good"]["values"] == {"answer": 42.0}
+    assert status["networker"]["values"] == {"answer": 0.0}  # no network: shown, not graded
+    page = (work / "class-report.html").read_text()
+    for words in ("Submissions by status", "Checks failed most", "test_answer", "timed out",
+                  "ungradable", "STREAM triad", "Ulysses", "data:image/png;base64"):
+        assert words in page, words
+    assert "abs(answer - 42.0)" not in page
 
 
 def test_export_runs_nothing(hostile, tmp_path):
