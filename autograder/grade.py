@@ -410,9 +410,10 @@ def rows(course):
                 if (sub.total_seconds_late or 0) > 0:
                     flags.append("late")
                 penalty = sub.late_submission_penalty or 0
+                # as nbgrader's own export: the gradebook's score is before the penalty
                 row.update(timestamp=sub.timestamp or "", seconds_late=round(sub.total_seconds_late or 0),
-                           raw_score=round(sub.score + penalty, 3), late_penalty=round(penalty, 3),
-                           score=round(sub.score, 3), status=", ".join(flags),
+                           raw_score=round(sub.score, 3), late_penalty=round(penalty, 3),
+                           score=round(max(0.0, sub.score - penalty), 3), status=", ".join(flags),
                            reason=entry.get("reason", ""))
                 out.append(row)
     return out

@@ -157,9 +157,14 @@ def hostile(tmp_path_factory):
     for name, code in HOSTILE.items():
         subs[name] = _submission(released, code.format(
             patterns=patterns, deletes=[str(gradebook), str(work), str(source)]))
+    subs["late"] = _submission(released, "answer = 6.0 * 7.0", edit=_explain)
     for student, nb in subs.items():
         (work / "submitted" / student / "toy").mkdir(parents=True)
         nbformat.write(nb, work / "submitted" / student / "toy" / "toy.ipynb")
+    # handed in 2 days and an hour after the due date: 3 started days, 30% off
+    (work / "submitted" / "late" / "toy" / "timestamp.txt").write_text("2026-03-03 13:00:00 UTC")
+    subprocess.run(cli + ["duedate", "toy", "2026-03-01 12:00:00 UTC"] + common, check=True,
+                   capture_output=True, timeout=300)
     (work / "submitted" / "broken" / "toy").mkdir(parents=True)
     (work / "submitted" / "broken" / "toy" / "toy.ipynb").write_text('{"cells": [')
     roster = base / "roster.csv"
@@ -190,8 +195,11 @@ def test_every_submission_gets_a_status_and_the_good_one_full_marks(hostile):
     assert float(good["score"]) == 2 and good["status"] == "graded, manual grading pending", good
     assert (good["first_name"], good["last_name"], good["email"]) == \
         ("Ada", "Lovelace", "ada@example.org")
+    late = rows["late"]
+    assert (float(late["raw_score"]), float(late["score"])) == (2, 1.4), late
+    assert late["status"] == "graded, manual grading pending, late", late
     for student in hostile["students"]:
-        if student != "good":
+        if student not in ("good", "late"):
             assert float(rows[student]["score"]) == 0, (student, rows[student], out[-3000:])
     status = {s: rows[s]["status"].split(",")[0] for s in rows}
     assert status["loop"] == status["sleeper"] == "timed out", status
