@@ -87,3 +87,45 @@ def test_pingpong_page_has_its_figures_numbers_and_references(book):
     assert page.count("<img") >= 4
     assert "Measured on" in page and "MPICH" in page
     assert "report 004" in page and "report 001" in page and "report 002" in page
+
+
+def _loop_one_way(comm, sendbuf, recvbuf, iterations):
+    from mpi4py import MPI
+
+    rank = comm.Get_rank()
+    comm.Barrier()
+    t0 = MPI.Wtime()
+    for _ in range(iterations):
+        if rank == 0:
+            comm.Send(sendbuf, dest=1)
+            comm.Recv(recvbuf, source=1)
+        elif rank == 1:
+            comm.Recv(recvbuf, source=0)
+            comm.Send(sendbuf, dest=0)
+    return (MPI.Wtime() - t0) / (2 * iterations)
+
+
+def _loop_round_trip(comm, sendbuf, recvbuf, iterations):
+    return 2 * _loop_one_way(comm, sendbuf, recvbuf, iterations)
+
+
+def _loop_world(comm, sendbuf, recvbuf, iterations):
+    from mpi4py import MPI
+
+    return _loop_one_way(MPI.COMM_WORLD, sendbuf, recvbuf, iterations)
+
+
+def test_the_ticking_clock_grades_the_timing_arithmetic_without_timing(engines):
+    """A correct loop reads exactly one tick, a round trip two, whatever the machine's load;
+    a loop that bypasses the communicator it is given sends no counted message."""
+    from hpclab import exercises
+
+    good = exercises.pingpong_clock_check(engines, _loop_one_way, nbytes=64, iterations=10)
+    assert good["received_ok"] and good["messages"][:2] == [20, 20]
+    assert abs(good["ticks"] - 1) < 1e-9, good
+    twice = exercises.pingpong_clock_check(engines, _loop_round_trip, nbytes=64, iterations=10)
+    assert abs(twice["ticks"] - 2) < 1e-9, twice
+    world = exercises.pingpong_clock_check(engines, _loop_world, nbytes=64, iterations=10)
+    assert world["messages"][:2] == [0, 0] and world["ticks"] == 0, world
+    # the real clock is back on the engines
+    assert engines.run(lambda: __import__("mpi4py.MPI").MPI.Wtime() > 1e-3)[0]

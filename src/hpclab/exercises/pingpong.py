@@ -1,5 +1,6 @@
 """PingPong lab: run the student's ping-pong loop on the engines; the library's time as a
-yardstick."""
+yardstick; and the loop under a clock that ticks once per message, which grades the timing
+arithmetic without timing anything (a shared machine's noise cannot change it)."""
 from __future__ import annotations
 
 import numpy as np
@@ -49,3 +50,73 @@ def reference_pingpong_time(engines, nbytes, iterations=100, impl="python", time
     rows = engines.run(pingpong.measure, impl, int(nbytes), 1, int(iterations), 3,
                        timeout=timeout, what=f"reference ping-pong ({impl}, {nbytes} B)")[0]
     return float(np.median([r["value"] for r in rows]))
+
+
+TICK = 1e-3  # seconds the ticking clock advances per message a rank sends or receives
+_ONE = {"Send", "Ssend", "Bsend", "Rsend", "Isend", "Issend", "Ibsend", "Irsend", "send",
+        "ssend", "isend", "issend", "Recv", "Irecv", "recv", "irecv", "Mrecv", "Imrecv"}
+_TWO = {"Sendrecv", "sendrecv", "Sendrecv_replace"}
+
+
+class _TickingComm:
+    """A communicator that passes everything on and advances ``clock`` by TICK for each
+    message its rank sends or receives (two for a sendrecv)."""
+
+    def __init__(self, comm, clock):
+        self._comm, self._clock, self.messages = comm, clock, 0
+
+    def __getattr__(self, name):
+        attr = getattr(self._comm, name)
+        ticks = 1 if name in _ONE else 2 if name in _TWO else 0
+        if not ticks or not callable(attr):
+            return attr
+
+        def counted(*args, **kwargs):
+            self._clock[0] += ticks * TICK
+            self.messages += ticks
+            return attr(*args, **kwargs)
+        return counted
+
+
+def _pingpong_ticking_on_rank(loop, nbytes, iterations, seed):
+    """Runs on every engine: the student's loop with MPI.Wtime replaced by the ticking clock."""
+    from mpi4py import MPI
+
+    from hpclab.kernels.common._common import Buffer
+    from hpclab.kernels.pingpong import pattern
+
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    sbuf, rbuf = Buffer(nbytes), Buffer(nbytes)
+    send, recv = np.frombuffer(sbuf, np.uint8), np.frombuffer(rbuf, np.uint8)
+    expected = pattern(nbytes, seed)
+    if rank < 2:
+        send[:] = expected
+    clock = [1000.0]
+    ticking = _TickingComm(comm, clock)
+    real = MPI.Wtime
+    MPI.Wtime = lambda: clock[0]
+    try:
+        result = loop(ticking, sbuf, rbuf, iterations)
+    finally:
+        MPI.Wtime = real
+    ok = bool(np.array_equal(recv, expected)) if rank < 2 else True
+    return {"rank": rank, "time": None if result is None else float(result),
+            "messages": ticking.messages, "received_ok": ok}
+
+
+def pingpong_clock_check(engines, loop, nbytes, iterations=10, timeout=60, seed=5):
+    """Run ``loop`` with MPI.Wtime replaced by a clock that advances by TICK for every message
+    a rank sends or receives through the communicator it is given.
+
+    A loop that times ``iterations`` round trips with MPI.Wtime and divides by 2·iterations
+    returns exactly one TICK: ``ticks`` is rank 0's result in ticks (1 for the one-way time,
+    2 for a round trip). ``messages``: messages each rank sent and received.
+    """
+    per_rank = engines.run(_pingpong_ticking_on_rank, loop, int(nbytes), int(iterations),
+                           int(seed), timeout=timeout,
+                           what=f"your ping-pong loop under a ticking clock ({nbytes} B)")
+    t = per_rank[0]["time"]
+    return {"time": t, "ticks": None if t is None else t / TICK,
+            "messages": [r["messages"] for r in per_rank],
+            "received_ok": all(r["received_ok"] for r in per_rank)}
