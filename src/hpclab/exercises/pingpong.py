@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def _pingpong_on_rank(loop, nbytes, iterations, seed):
-    """Runs on every engine: the student's loop on buffers from hpclab_alloc."""
+def _pingpong_on_rank(loop, nbytes, iterations, seed, ticking=False):
+    """Runs on every engine: the student's loop on buffers from hpclab_alloc; with
+    ``ticking``, under the ticking clock (see :func:`pingpong_clock_check`)."""
     from mpi4py import MPI
 
     from hpclab.kernels.common._common import Buffer
@@ -20,9 +21,18 @@ def _pingpong_on_rank(loop, nbytes, iterations, seed):
     expected = pattern(nbytes, seed)
     if rank < 2:
         send[:] = expected
-    result = loop(comm, sbuf, rbuf, iterations)
+    clock = [1000.0]
+    given = _TickingComm(comm, clock) if ticking else comm
+    real = MPI.Wtime
+    if ticking:
+        MPI.Wtime = lambda: clock[0]
+    try:
+        result = loop(given, sbuf, rbuf, iterations)
+    finally:
+        MPI.Wtime = real
     ok = bool(np.array_equal(recv, expected)) if rank < 2 else True
-    return {"rank": rank, "time": None if result is None else float(result), "received_ok": ok}
+    return {"rank": rank, "time": None if result is None else float(result),
+            "messages": given.messages if ticking else None, "received_ok": ok}
 
 
 def pingpong_check(engines, loop, nbytes, iterations=100, timeout=60, seed=3):
@@ -78,33 +88,6 @@ class _TickingComm:
         return counted
 
 
-def _pingpong_ticking_on_rank(loop, nbytes, iterations, seed):
-    """Runs on every engine: the student's loop with MPI.Wtime replaced by the ticking clock."""
-    from mpi4py import MPI
-
-    from hpclab.kernels.common._common import Buffer
-    from hpclab.kernels.pingpong import pattern
-
-    comm = MPI.COMM_WORLD
-    rank = comm.Get_rank()
-    sbuf, rbuf = Buffer(nbytes), Buffer(nbytes)
-    send, recv = np.frombuffer(sbuf, np.uint8), np.frombuffer(rbuf, np.uint8)
-    expected = pattern(nbytes, seed)
-    if rank < 2:
-        send[:] = expected
-    clock = [1000.0]
-    ticking = _TickingComm(comm, clock)
-    real = MPI.Wtime
-    MPI.Wtime = lambda: clock[0]
-    try:
-        result = loop(ticking, sbuf, rbuf, iterations)
-    finally:
-        MPI.Wtime = real
-    ok = bool(np.array_equal(recv, expected)) if rank < 2 else True
-    return {"rank": rank, "time": None if result is None else float(result),
-            "messages": ticking.messages, "received_ok": ok}
-
-
 def pingpong_clock_check(engines, loop, nbytes, iterations=10, timeout=60, seed=5):
     """Run ``loop`` with MPI.Wtime replaced by a clock that advances by TICK for every message
     a rank sends or receives through the communicator it is given.
@@ -113,8 +96,8 @@ def pingpong_clock_check(engines, loop, nbytes, iterations=10, timeout=60, seed=
     returns exactly one TICK: ``ticks`` is rank 0's result in ticks (1 for the one-way time,
     2 for a round trip). ``messages``: messages each rank sent and received.
     """
-    per_rank = engines.run(_pingpong_ticking_on_rank, loop, int(nbytes), int(iterations),
-                           int(seed), timeout=timeout,
+    per_rank = engines.run(_pingpong_on_rank, loop, int(nbytes), int(iterations),
+                           int(seed), True, timeout=timeout,
                            what=f"your ping-pong loop under a ticking clock ({nbytes} B)")
     t = per_rank[0]["time"]
     return {"time": t, "ticks": None if t is None else t / TICK,
