@@ -101,6 +101,18 @@ def test_grade_cells_are_named_weighted_and_have_hidden_tests(lab):
 
 
 @pytest.mark.parametrize("lab", LABS)
+def test_every_check_says_what_is_wrong(lab):
+    """Every assert of a test cell, visible or hidden, carries a message."""
+    for cell in cells(ROOT / "solutions" / lab / f"{lab}.ipynb"):
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
+            for node in ast.walk(ast.parse(cell.source)):
+                if isinstance(node, ast.Assert):
+                    assert node.msg is not None, f"{lab}/{meta['grade_id']}: " \
+                        f"{ast.unparse(node)[:80]} has no message"
+
+
+@pytest.mark.parametrize("lab", LABS)
 def test_every_mpi_call_has_a_timeout_below_the_cell_timeout(lab):
     cell_timeout = nbgrader_config().SandboxedExecute.timeout
     names = {}
@@ -179,6 +191,13 @@ def test_untouched_lab_autogrades_to_zero(graded, lab):
     work, _ = graded
     scores = _scores(work, lab, "bob")
     assert scores and all(score == 0 for score, _ in scores.values()), scores
+    # an unanswered exercise's checks say so, not NameError
+    nb = nbformat.read(work / "autograded" / "bob" / lab / f"{lab}.ipynb", as_version=4)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
+            names = [o.get("ename") for o in cell.outputs if o.get("output_type") == "error"]
+            assert names and "NameError" not in names, (meta["grade_id"], names)
 
 
 def test_a_broken_submission_does_not_spoil_the_others(graded):
@@ -197,19 +216,24 @@ def test_feedback_shows_no_hidden_tests(graded, lab):
     sys.path.insert(0, str(AUTOGRADER))
     from feedback import strip_hidden
 
-    visible, hidden = "", ""
+    visible, hidden, messages = "", "", ""
     for cell in cells(ROOT / "solutions" / lab / f"{lab}.ipynb"):
         shown, _ = strip_hidden(cell.source)
         visible += shown + "\n"
         if "BEGIN HIDDEN TESTS" in cell.source:
             hidden += cell.source.split("BEGIN HIDDEN TESTS")[1].split("END HIDDEN TESTS")[0]
-    secret = set(re.findall(r"\w{8,}", hidden)) - set(re.findall(r"\w{8,}", visible))
+            # a failed check's message is meant to be read: its words are not secret
+            for node in ast.walk(ast.parse(cell.source)):
+                if isinstance(node, ast.Assert) and node.msg is not None:
+                    messages += ast.unparse(node.msg) + "\n"
+    words = lambda text: set(re.findall(r"\w{8,}", text))  # noqa: E731
+    secret = words(hidden) - words(visible) - words(messages)
     assert secret, "no hidden-only words to look for"
     work, _ = graded
     for student in ("alice", "bob"):
         html = (work / "feedback" / student / lab / f"{lab}.html").read_text()
         assert "HIDDEN TESTS" not in html
-        leaked = {w for w in secret if w in html}
+        leaked = {w for w in secret if re.search(rf"\b{w}\b", html)}
         assert not leaked, f"{student}'s feedback shows hidden-test code: {leaked}"
 
 

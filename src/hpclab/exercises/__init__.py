@@ -35,6 +35,23 @@ def harnesses():
     return out
 
 
+class NotAnswered(Exception):
+    """A self-check ran before the exercise it checks was answered."""
+
+
+def require(*names):
+    """Raise NotAnswered unless every name is defined in the caller's namespace (the
+    notebook's): a self-check cell says "answer the exercise above first", not NameError."""
+    import sys
+
+    where = sys._getframe(1).f_globals
+    missing = [n for n in names if n not in where]
+    if missing:
+        raise NotAnswered(f"answer the exercise above first: {', '.join(missing)} "
+                          f"{'is' if len(missing) == 1 else 'are'} not defined yet (write the "
+                          "code, then run its cell, then this one)") from None
+
+
 def __getattr__(name):
     found = harnesses()
     if name in found:
