@@ -29,11 +29,11 @@ help:
 	@echo "make lab       open the lab notebooks in JupyterLab"
 	@echo "make release   regenerate labs/ from solutions/ (instructors)"
 	@echo "make grade     autograde new or changed submissions in autograder/submitted/<student>/<lab>"
-	@echo "               (LAB=ring STUDENT=alice: only those; FORCE=1: grade again) (instructors)"
+	@echo "               (LAB=<lab> STUDENT=<id>: only those; FORCE=1: grade again) (instructors)"
 	@echo "make export    grades.csv and grades-lms.csv from the gradebook, running nothing"
 	@echo "make report    the class report (autograder/class-report.html)"
 	@echo "make roster ROSTER=students.csv   names and emails (id,first_name,last_name,email)"
-	@echo "make duedate LAB=ring DUE='2026-12-01 17:00:00 Europe/Rome'   a lab's due date"
+	@echo "make duedate LAB=<lab> DUE='2026-12-01 17:00:00 Europe/Rome'   a lab's due date"
 	@echo "make formgrader  open nbgrader's formgrader on this course (manual grading)"
 	@echo "make bench     our kernels and outside references side by side (see README)"
 	@echo "make setup     only create .venv and build the kernels (MPI=system: use your mpicc)"
@@ -102,7 +102,7 @@ roster: $(STAMP)
 	$(GRADE) roster "$(abspath $(ROSTER))"
 
 duedate: $(STAMP)
-	@test -n "$(LAB)" -a -n "$(DUE)" || { echo "make duedate LAB=ring DUE='2026-12-01 17:00:00 Europe/Rome'"; exit 1; }
+	@test -n "$(LAB)" -a -n "$(DUE)" || { echo "make duedate LAB=<lab> DUE='2026-12-01 17:00:00 Europe/Rome'"; exit 1; }
 	$(GRADE) duedate $(LAB) "$(DUE)"
 
 # formgrader reads nbgrader_config.py from its working folder: start it in autograder/, with

@@ -2,6 +2,7 @@
 the chapter page."""
 import json
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -129,3 +130,25 @@ def test_the_ticking_clock_grades_the_timing_arithmetic_without_timing(engines):
     assert world["messages"][:2] == [0, 0] and world["ticks"] == 0, world
     # the real clock is back on the engines
     assert engines.run(lambda: __import__("mpi4py.MPI").MPI.Wtime() > 1e-3)[0]
+
+
+def test_a_round_trip_reported_as_one_way_loses_the_loop_points(tmp_path):
+    """The lab's solution with the /2 forgotten, graded in the sandbox: the loop's points go,
+    by a clock that ticks per message, not by a timing ratio (deterministic)."""
+    import subprocess
+
+    from nbgrader.api import Gradebook
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "solutions" / "pingpong" / "pingpong.ipynb").read_text()
+    assert text.count("(2 * iterations)") == 1
+    dest = tmp_path / "submitted" / "dave" / "pingpong"
+    dest.mkdir(parents=True)
+    (dest / "pingpong.ipynb").write_text(text.replace("(2 * iterations)", "iterations"))
+    subprocess.run([sys.executable, str(root / "autograder" / "grade.py"), "grade", "pingpong",
+                    "--workdir", str(tmp_path)], capture_output=True, timeout=900)
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gb:
+        sub = gb.find_submission_notebook("pingpong", "pingpong", "dave")
+        scores = {g.name: (g.score, g.max_score) for g in sub.grades if g.cell_type == "code"}
+    assert scores["test_pingpong_loop"][0] == 0, scores
+    assert all(s == m for name, (s, m) in scores.items() if name != "test_pingpong_loop"), scores
