@@ -280,15 +280,15 @@ def grade(names, timeout=None, course=None, students=None, force=False):
     return 1 if failures else 0
 
 
-def report_values(course, name):
-    """Variables the lab names for the class report (notebook metadata hpclab.report)."""
+def report_meaning(source_dir, name):
+    """What the lab's variables mean in the class report: its notebook metadata
+    hpclab.report, {variable: {"quantity": ...}} ({} without one)."""
     import nbformat
 
-    nb = next(iter(sorted((course.source_dir / name).glob("*.ipynb"))), None)
+    nb = next(iter(sorted((Path(source_dir) / name).glob("*.ipynb"))), None)
     if nb is None:
-        return []
-    wanted = nbformat.read(nb, as_version=4).metadata.get("hpclab", {}).get("report", {})
-    return [n for n in wanted if n.isidentifier()]
+        return {}
+    return nbformat.read(nb, as_version=4).metadata.get("hpclab", {}).get("report", {})
 
 
 def _by_student(log):
@@ -317,7 +317,8 @@ def _grade_lab(course, name, todo, budget, secret, status, failures):
                             symlinks=True)
         env = {"HPCLAB_PROFILE": GRADING_PROFILE, "HPCLAB_GRADE_WALL": str(budget),
                "HPCLAB_GRADE_STATUS": str(reports),
-               "HPCLAB_GRADE_VALUES": ",".join(report_values(course, name))}
+               "HPCLAB_GRADE_VALUES": ",".join(n for n in report_meaning(course.source_dir, name)
+                                              if n.isidentifier())}
         r = course.nbgrader("autograde", name, "--force",
                             f"--CourseDirectory.submitted_directory={stage}", env=env,
                             timeout=len(todo) * (budget + 60) + NBGRADER_TIMEOUT, check=False)
