@@ -1,20 +1,34 @@
 """Execute one notebook inside the grading sandbox (see sandbox.py); nothing else runs here.
 
-    python run_notebook.py IN.ipynb OUT.ipynb CELL_TIMEOUT [NAME,NAME,...]
+    python -I run_notebook.py IN.ipynb OUT.ipynb CELL_TIMEOUT NAMES TESTS_FD JUDGED_FD
 
-Every cell runs with errors allowed and a per-cell timeout; OUT is rewritten after each
-cell, so a submission stopped by its wall budget or its limits still leaves the outputs of
-the cells it finished. The NAMEs are variables read from the kernel after the last cell
-(as floats, None when missing) into OUT.values.json: the student's measured numbers, for
-the class report; the grader does not trust them. This file is copied into the sandbox: it
-cannot import the grader.
+The student's cells run in the notebook's kernel, one by one, with errors allowed and a
+per-cell timeout; OUT is rewritten after each cell, so a submission stopped by its wall
+budget or its limits still leaves the outputs of the cells it finished.
+
+The graded test cells do not run in the kernel: their code (which IN holds only as empty
+cells) is read from the file descriptor TESTS_FD, run here by judge.py, and their outputs are
+written as JSON lines to JUDGED_FD. Both descriptors were opened by the grader outside the
+sandbox; before the kernel starts, this process closes the first, keeps the second from
+being inherited and makes itself undumpable, so the kernel (same user) can neither read the
+hidden tests nor write a verdict, nor reach this process's memory or descriptors.
+
+The NAMEs (comma-separated) are variables read from the kernel after the last cell (as
+floats, None when missing) into OUT.values.json: the student's measured numbers, for the
+class report; the grader does not trust them. This file and judge.py are copied into the
+sandbox: they cannot import the grader.
 """
+import ctypes
+import json
 import os
 import sys
 
-import nbformat
-from nbclient import NotebookClient
+sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # judge.py; after the library
 
+import nbformat  # noqa: E402
+from nbclient import NotebookClient  # noqa: E402
+
+import judge  # noqa: E402
 
 MARK = "HPCLAB-VALUES "
 READ = """
@@ -25,14 +39,34 @@ def _hpclab_value(x):
         return None
 print({mark!r} + __import__("json").dumps({{n: _hpclab_value(globals().get(n)) for n in {names!r}}}))
 """
+PR_SET_DUMPABLE = 4
 
 
-def main(src, dest, cell_timeout, names=""):
+def _undumpable():
+    """No other process of this user may read this one's memory or open its descriptors."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _read_tests(fd):
+    with os.fdopen(int(fd), "r") as fh:
+        raw = json.load(fh)
+    return {int(k): str(v) for k, v in raw.items()}
+
+
+def main(src, dest, cell_timeout, names="", tests_fd=None, judged_fd=None):
+    _undumpable()
+    tests = _read_tests(tests_fd) if tests_fd else {}
+    judged = None
+    if judged_fd:
+        os.set_inheritable(int(judged_fd), False)
+        judged = os.fdopen(int(judged_fd), "w")
     nb = nbformat.read(src, as_version=4)
     names = [n for n in names.split(",") if n.isidentifier()]
     ncells = len(nb.cells)
-    if names:
-        nb.cells.append(nbformat.v4.new_code_cell(READ.format(mark=MARK, names=names)))
+    nb.cells.append(nbformat.v4.new_code_cell(""))  # the slot nbclient writes scratch cells to
     tmp = dest + ".part"
 
     def save(**_):
@@ -45,19 +79,54 @@ def main(src, dest, cell_timeout, names=""):
                             interrupt_on_timeout=True, kernel_name="python3",
                             resources={"metadata": {"path": os.getcwd()}},
                             on_cell_executed=save)
+    bridge_dir = os.path.join(os.environ.get("TMPDIR", os.getcwd()), "bridge")
+
+    def in_kernel(code):
+        """Run code in the kernel (for the bridge); its outputs."""
+        cell = nbformat.v4.new_code_cell(code)
+        try:
+            client.execute_cell(cell, ncells, store_history=False)
+        except Exception as exc:  # a timeout, a dead kernel: the graded cell fails
+            raise judge.BridgeError(f"the notebook's kernel did not answer: "
+                                    f"{type(exc).__name__}: {str(exc)[:300]}") from None
+        return cell.get("outputs", [])
+
+    bridge = judge.Bridge(in_kernel, bridge_dir)
+    values = {}
+    client.reset_execution_trackers()
     try:
-        client.execute()
+        with client.setup_kernel():
+            for index, cell in enumerate(nb.cells[:ncells]):
+                if cell.cell_type != "code":
+                    continue
+                if index in tests:
+                    cell.outputs = judge.run_test(tests[index], bridge, index)
+                    cell.execution_count = (max((c.get("execution_count") or 0)
+                                                for c in nb.cells[:index + 1]
+                                                if c.cell_type == "code") or 0) + 1
+                    if judged is not None:
+                        judged.write(json.dumps({"index": index, "outputs": cell.outputs,
+                                                 "execution_count": cell.execution_count})
+                                     + "\n")
+                        judged.flush()
+                    save()
+                else:
+                    client.execute_cell(cell, index)
+            if names:
+                cell = nbformat.v4.new_code_cell(READ.format(mark=MARK, names=names))
+                client.execute_cell(cell, ncells, store_history=False)
+                for out in cell.get("outputs", []):
+                    for line in str(out.get("text", "")).splitlines():
+                        if line.startswith(MARK):
+                            values = line[len(MARK):]
     except Exception as exc:  # a dead kernel, a kernel that would not start: the grader
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)  # reads this line
     save()
-    values = {}
-    for out in (nb.cells[-1].get("outputs", []) if names else []):
-        for line in str(out.get("text", "")).splitlines():
-            if line.startswith(MARK):
-                values = line[len(MARK):]
     with open(dest + ".values.json", "w") as fh:
         fh.write(values if isinstance(values, str) else "{}")
+    if judged is not None:
+        judged.close()
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:5])
+    main(*sys.argv[1:7])

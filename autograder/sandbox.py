@@ -18,9 +18,15 @@ bubblewrap (Debian: ``apt-get install bubblewrap``):
 When the system refuses bubblewrap's namespaces, the run falls back to the dedicated user
 without namespaces (root) or to limits alone (any other user), and says so.
 
-The notebook that comes back is not trusted: only the outputs and execution counts of its
-cells are taken, cell by cell, onto the grader's own copy, and only when the cells' sources
-are unchanged. A graded test cell that did not run gets an error output, so it scores 0.
+The graded test cells are not given to the sandbox's notebook (they are empty there): their
+code goes to the runner through a descriptor opened here, the runner runs them in its own
+process against the kernel's values (judge.py), and their outputs come back through a second
+descriptor, into a file outside the sandbox.
+
+The notebook that comes back is not trusted: only the outputs and execution counts of the
+other cells are taken, cell by cell, onto the grader's own copy, and only when the cells'
+sources are unchanged. A graded test cell that did not run gets an error output, so it
+scores 0.
 """
 from __future__ import annotations
 
@@ -272,6 +278,25 @@ def _kill_uid(uid):
                 pass
 
 
+def graded_tests(nb):
+    """{cell index: source} of the graded test cells (graded, not an answer, code)."""
+    out = {}
+    for i, cell in enumerate(nb.cells):
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
+            out[i] = cell.source
+    return out
+
+
+def without_tests(nb, tests):
+    """A copy of ``nb`` whose graded test cells are empty: what the sandbox gets."""
+    bare = nbformat.from_dict(json.loads(json.dumps(nb)))
+    for i in tests:
+        bare.cells[i].source = ""
+        bare.cells[i].outputs = []
+    return bare
+
+
 def run(nb, limits, files_from=None, log=print, values=()):
     """Execute notebook ``nb`` (nbformat node, not modified) in a sandbox; Result.
     ``values``: names of variables to read from the kernel after the last cell."""
@@ -283,13 +308,25 @@ def run(nb, limits, files_from=None, log=print, values=()):
                else "only limits apply: the submission can read what you can"))
     uid = grader_uid() if mode in ("bwrap", "user") and os.geteuid() == 0 else None
     box = Path(tempfile.mkdtemp(prefix="hpclab-sandbox-"))
+    private = Path(tempfile.mkdtemp(prefix="hpclab-judge-"))  # 0700, never in the sandbox
+    tests = graded_tests(nb)
+    bare = without_tests(nb, tests)
+    fds = []
     t0 = time.monotonic()
     try:
         (box / "work").mkdir()
         (box / "tmp").mkdir()
-        shutil.copyfile(HERE / "run_notebook.py", box / "run_notebook.py")
+        (box / "runner").mkdir()
+        for name in ("run_notebook.py", "judge.py"):
+            shutil.copyfile(HERE / name, box / "runner" / name)
+            os.chmod(box / "runner" / name, 0o444)
+        os.chmod(box / "runner", 0o555)
         with open(box / "in.ipynb", "w") as fh:
-            nbformat.write(nb, fh)
+            nbformat.write(bare, fh)
+        (private / "tests.json").write_text(json.dumps({str(i): src for i, src in tests.items()}))
+        tests_fd = os.open(private / "tests.json", os.O_RDONLY)
+        judged_fd = os.open(private / "judged.jsonl", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fds = [tests_fd, judged_fd]
         left = _copy_files(files_from, box / "work", limits.files)
         if uid is not None:
             for p in [box / "work", box / "tmp", *(box / "work").rglob("*")]:
@@ -298,8 +335,9 @@ def run(nb, limits, files_from=None, log=print, values=()):
         box_path = INNER if mode == "bwrap" else str(box)
         python = os.path.abspath(sys.executable)  # not resolved: the environment's own
         venv_bin = os.path.dirname(python)
-        inner = [python, f"{box_path}/run_notebook.py", f"{box_path}/in.ipynb",
-                 f"{box_path}/work/.executed.ipynb", str(limits.cell), ",".join(values)]
+        inner = [python, "-I", f"{box_path}/runner/run_notebook.py", f"{box_path}/in.ipynb",
+                 f"{box_path}/work/.executed.ipynb", str(limits.cell), ",".join(values),
+                 str(tests_fd), str(judged_fd)]
         if uid is not None:
             inner = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
                      "--inh-caps=-all", "--bounding-set=-all", *inner]
@@ -309,7 +347,10 @@ def run(nb, limits, files_from=None, log=print, values=()):
             env["HOME"] = str(box / "work")
         proc = subprocess.Popen(cmd, cwd=box / "work", env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                preexec_fn=_limit(limits, uid))
+                                preexec_fn=_limit(limits, uid), pass_fds=fds)
+        for fd in fds:
+            os.close(fd)
+        fds = []
         status, reason = "finished", ""
         try:
             out, _ = proc.communicate(timeout=limits.wall)
@@ -324,7 +365,8 @@ def run(nb, limits, files_from=None, log=print, values=()):
                 _kill_uid(uid)
         out = (out or b"")[-4000:].decode(errors="replace")
         executed = _read_untrusted(box / "work" / ".executed.ipynb", limits.output)
-        merged, problem = merge(nb, executed)
+        merged, problem = merge(nb, executed, tests,
+                                _read_judged(private / "judged.jsonl", tests, limits.output))
         if problem and status == "finished":
             status, reason = "failed", problem
             tail = out.strip().splitlines()[-3:]
@@ -343,7 +385,33 @@ def run(nb, limits, files_from=None, log=print, values=()):
         return Result(status, reason, mode, merged, time.monotonic() - t0,
                       _read_values(box / "work" / ".executed.ipynb.values.json", values))
     finally:
+        for fd in fds:
+            os.close(fd)
         shutil.rmtree(box, ignore_errors=True)
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _read_judged(path, tests, limit):
+    """{cell index: (outputs, execution count)} of the graded cells the runner judged."""
+    out = {}
+    try:
+        if path.stat().st_size > limit:
+            return out
+        lines = path.read_text().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        try:
+            rec = json.loads(line)
+            index, outputs = int(rec["index"]), rec["outputs"]
+            nodes = [nbformat.from_dict(o) for o in outputs]
+            cell = nbformat.v4.new_code_cell(outputs=nodes, execution_count=1)
+            nbformat.validate(nbformat.v4.new_notebook(cells=[cell]))
+        except Exception:
+            continue
+        if index in tests:
+            out[index] = (nodes, int(rec.get("execution_count") or 1))
+    return out
 
 
 def _ended(code):
@@ -387,14 +455,23 @@ def _read_untrusted(path, limit):
         return None
 
 
-def merge(nb, executed):
-    """The trusted notebook with ``executed``'s outputs, cell by cell; (notebook, problem)."""
+def merge(nb, executed, tests=(), judged=None):
+    """The trusted notebook with ``executed``'s outputs, cell by cell, and the graded test
+    cells' outputs from ``judged`` (the runner's verdicts, never the returned notebook's);
+    (notebook, problem)."""
     merged = nbformat.from_dict(json.loads(json.dumps(nb)))
+    judged = judged or {}
+    for i, (outputs, count) in judged.items():
+        merged.cells[i].outputs, merged.cells[i].execution_count = outputs, count
     if executed is None:
         return merged, "the sandbox returned no readable notebook"
     if len(executed.cells) != len(merged.cells):
         return merged, "the notebook's cells changed while it ran"
-    for mine, theirs in zip(merged.cells, executed.cells):
+    for i, (mine, theirs) in enumerate(zip(merged.cells, executed.cells)):
+        if i in tests:
+            if theirs.cell_type != "code":
+                return merged, "the notebook's cells changed while it ran"
+            continue
         if mine.cell_type != theirs.cell_type or mine.source != theirs.source:
             return merged, "the notebook's cells changed while it ran"
         if mine.cell_type == "code":

@@ -83,6 +83,13 @@ HOSTILE = {
     "flooder": "import sys\nfor _ in range(200000):\n    sys.stdout.write('x' * 1000 + '\\n')",
     "orphans": ("import subprocess\nfor _ in range(3):\n"
                 "    subprocess.Popen(['sleep', '3600'], start_new_session=True)\nanswer = 1.0"),
+    "patcher": ("import builtins\nimport numpy as np\n"
+                "class Yes(float):\n    def __eq__(self, other): return True\n"
+                "    def __sub__(self, other): return Yes(0.0)\n"
+                "    __rsub__ = __sub__\n    __lt__ = __le__ = __ge__ = __gt__ = __eq__\n"
+                "    __hash__ = float.__hash__\n"
+                "builtins.abs = lambda x: 0.0\nnp.isclose = lambda *a, **k: True\n"
+                "answer = Yes(1.0)"),
     "spy": ("ip = get_ipython()\n"
             "ip.events.register('pre_run_cell', lambda info: print(info.raw_cell))\n"
             "answer = 1.0"),
@@ -149,7 +156,8 @@ def hostile(tmp_path_factory):
     released = base / "course" / "labs" / "toy" / "toy.ipynb"
     gradebook = work / "gradebook.db"
     patterns = [str(source / "**" / "*.ipynb"), str(gradebook), str(base / "course" / SECRET_FILE),
-                str(work / "submitted" / "**" / "*.ipynb"), "/root/**/*", "/home/**/*"]
+                str(work / "submitted" / "**" / "*.ipynb"), "/root/**/*", "/home/**/*",
+                f"{sandbox.INNER}/**/*"]
     subs = {"good": _submission(released, "answer = 6.0 * 7.0", edit=_explain),
             "untouched": _submission(released),
             "tester": _submission(released, edit=_edit_tests),
@@ -208,7 +216,7 @@ def test_every_submission_gets_a_status_and_the_good_one_full_marks(hostile):
     assert "SIGKILL" in rows["parricide"]["reason"], rows["parricide"]
     assert "File too large" in rows["flooder"]["reason"] or status["flooder"] == "graded"
     for student in ("untouched", "tester", "hog", "forker", "reader", "deleter", "networker",
-                    "orphans", "spy"):
+                    "orphans", "spy", "patcher"):
         assert status[student] in ("graded", "failed"), (student, rows[student])
 
 
@@ -241,8 +249,11 @@ def test_no_feedback_shows_a_secret(hostile):
                        "the instructor&#39;s secret", "the instructor's secret",
                        "BEGIN SOLUTION", "SQLite format"):
             assert secret not in text, f"{page}: {secret}"
-    spy = json.loads((work / "status.json").read_text())["toy"]["spy"]
-    assert "hidden-test line" in spy["reason"], spy
+    # the test cells run in the grader's own process: the submission's kernel never holds
+    # their code, neither as a cell it runs (spy) nor in the notebook file it reads (reader)
+    status = json.loads((work / "status.json").read_text())["toy"]
+    for student in ("spy", "reader"):
+        assert "hidden-test line" not in status[student]["reason"], status[student]
 
 
 def test_no_process_is_left_behind(hostile):

@@ -132,9 +132,63 @@ def test_the_ticking_clock_grades_the_timing_arithmetic_without_timing(engines):
     assert engines.run(lambda: __import__("mpi4py.MPI").MPI.Wtime() > 1e-3)[0]
 
 
-def test_a_round_trip_reported_as_one_way_loses_the_loop_points(tmp_path):
-    """The lab's solution with the /2 forgotten, graded in the sandbox: the loop's points go,
-    by a clock that ticks per message, not by a timing ratio (deterministic)."""
+# a submission that games every check it can reach in its own kernel, and solves nothing
+PATCHER = {
+    "pingpong_loop": """
+import builtins
+import numpy as np
+from hpclab import exercises, models
+
+class Yes(int):
+    def __eq__(self, other): return True
+    def __ne__(self, other): return False
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__
+    def __float__(self): return 1e-6
+    __hash__ = int.__hash__
+
+np.isclose = np.allclose = lambda *a, **k: True
+exercises.pingpong_check = lambda *a, **k: {"time": 1e-6, "times": [1e-6, 1e-6],
+                                             "received_ok": True}
+exercises.pingpong_clock_check = lambda *a, **k: {"time": 1e-3, "ticks": 1.0,
+                                                   "messages": [20, 20], "received_ok": True}
+exercises.reference_pingpong_time = lambda *a, **k: 1e-6
+exercises.require = lambda *names: None
+models.fit_two_segment = lambda *a, **k: None
+
+def pingpong_loop(comm, sendbuf, recvbuf, iterations):
+    return Yes(1)
+""",
+    "fit_hockney": """
+c = summary[summary["impl"] == "c"]
+c_sizes, c_times = c["nbytes"].to_numpy(float), c["median"].to_numpy(float)
+def fit_hockney(n, t):
+    return Yes(1), Yes(1)
+lam_c, B_c = Yes(1), Yes(1)
+""",
+    "ulysses_fit": """
+ulysses = reference.load("ulysses_imb_pingpong")
+ulysses_latency_us = ulysses_bandwidth_GBs = ulysses_break_bytes = Yes(1)
+""",
+}
+
+
+def _submission(text, replace=None):
+    import nbformat
+
+    nb = nbformat.reads(text, as_version=4)
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if replace and gid in replace:
+            cell.source = replace[gid]
+    return nbformat.writes(nb)
+
+
+def test_gamed_checks_and_a_round_trip_as_one_way_lose_their_points(tmp_path):
+    """Graded in the sandbox: the lab's solution with the /2 forgotten loses the loop's points,
+    by a clock that ticks per message, not by a timing ratio (deterministic); a submission
+    that patches numpy's comparisons, the harnesses and ``require`` in its kernel and answers
+    with an int whose ``==`` always holds scores nothing, because the graded cells run in
+    the grader's own process on plain copies of its values."""
     import subprocess
 
     from nbgrader.api import Gradebook
@@ -142,13 +196,21 @@ def test_a_round_trip_reported_as_one_way_loses_the_loop_points(tmp_path):
     root = Path(__file__).resolve().parents[1]
     text = (root / "solutions" / "pingpong" / "pingpong.ipynb").read_text()
     assert text.count("(2 * iterations)") == 1
-    dest = tmp_path / "submitted" / "dave" / "pingpong"
-    dest.mkdir(parents=True)
-    (dest / "pingpong.ipynb").write_text(text.replace("(2 * iterations)", "iterations"))
+    lab = (root / "labs" / "pingpong" / "pingpong.ipynb").read_text()
+    for student, nb in (("dave", text.replace("(2 * iterations)", "iterations")),
+                        ("mallory", _submission(lab, PATCHER))):
+        dest = tmp_path / "submitted" / student / "pingpong"
+        dest.mkdir(parents=True)
+        (dest / "pingpong.ipynb").write_text(nb)
     subprocess.run([sys.executable, str(root / "autograder" / "grade.py"), "grade", "pingpong",
                     "--workdir", str(tmp_path)], capture_output=True, timeout=900)
+    scores = {}
     with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gb:
-        sub = gb.find_submission_notebook("pingpong", "pingpong", "dave")
-        scores = {g.name: (g.score, g.max_score) for g in sub.grades if g.cell_type == "code"}
-    assert scores["test_pingpong_loop"][0] == 0, scores
-    assert all(s == m for name, (s, m) in scores.items() if name != "test_pingpong_loop"), scores
+        for student in ("dave", "mallory"):
+            sub = gb.find_submission_notebook("pingpong", "pingpong", student)
+            scores[student] = {g.name: (g.score, g.max_score) for g in sub.grades
+                               if g.cell_type == "code"}
+    dave, mallory = scores["dave"], scores["mallory"]
+    assert dave["test_pingpong_loop"][0] == 0, dave
+    assert all(s == m for name, (s, m) in dave.items() if name != "test_pingpong_loop"), dave
+    assert len(mallory) == 3 and all(s == 0 for s, _ in mallory.values()), mallory

@@ -9,12 +9,11 @@ def _add_on_rank(add_func, nprocs, shape, seed):
     from mpi4py import MPI
 
     from hpclab.kernels.api import first_ranks
-    from hpclab.kernels.topology import block_range
 
     with first_ranks(MPI.COMM_WORLD, nprocs) as sub:
         if sub is None:
             return None
-        rank, size = sub.Get_rank(), sub.Get_size()
+        rank = sub.Get_rank()
         A = B = None
         if rank == 0:
             rng = np.random.default_rng(seed)
@@ -24,17 +23,15 @@ def _add_on_rank(add_func, nprocs, shape, seed):
             return {"rank": rank, "problem": "return a pair (C, planes): C on rank 0 (None "
                     f"elsewhere) and how many planes this rank added; got {type(result).__name__}"}
         C, planes = result
-        out = {"rank": rank, "planes": planes if isinstance(planes, (int, np.integer)) else None,
-               "want_planes": block_range(shape[0], size, rank)[1], "problem": None}
+        out = {"rank": rank, "planes": int(planes) if isinstance(planes, (int, np.integer))
+               else None, "problem": None}
         if rank == 0:
-            C = np.asarray(C) if C is not None else None
+            C = np.asarray(C, dtype=float) if C is not None else None
             if C is None or C.shape != tuple(shape):
                 out["problem"] = (f"rank 0 must return C of shape {tuple(shape)}, got "
                                   f"{None if C is None else C.shape}")
             else:
-                wrong = np.flatnonzero((C != A + B).ravel())
-                out["wrong"] = int(wrong.size)
-                out["first_wrong"] = int(wrong[0]) if wrong.size else None
+                out["C"] = C  # compared with A + B where the check runs, not here
         elif C is not None:
             out["problem"] = "only rank 0 returns C; the other ranks return None"
         return out
@@ -55,13 +52,26 @@ def addition_check(engines, add_func, nprocs, shape=(800, 30, 10), seed=0, timeo
                                        int(seed), timeout=timeout,
                                        what=f"your addition on {nprocs} ranks")
                 if r is not None]
+    from hpclab.kernels.topology import block_range
+
+    # what is right is computed here, where the check runs, not taken from the engines
     problems = [f"rank {r['rank']}: {r['problem']}" for r in per_rank if r.get("problem")]
+    if sorted(r["rank"] for r in per_rank) != list(range(nprocs)):
+        problems.append(f"not every one of the {nprocs} ranks reported")
     for r in per_rank:
+        r["want_planes"] = block_range(shape[0], nprocs, r["rank"])[1]
         if not r.get("problem") and r["planes"] != r["want_planes"]:
             problems.append(f"rank {r['rank']} added {r['planes']} planes; its block of the "
                             f"{shape[0]} planes over {nprocs} ranks has {r['want_planes']}")
-    root = next(r for r in per_rank if r["rank"] == 0)
-    if root.get("wrong"):
-        problems.append(f"{root['wrong']} elements of C differ from A + B (the first at flat "
-                        f"index {root['first_wrong']})")
+    root = next((r for r in per_rank if r["rank"] == 0), {})
+    C = root.pop("C", None)
+    if C is not None:
+        rng = np.random.default_rng(seed)
+        A, B = rng.random(shape), rng.random(shape)
+        wrong = np.flatnonzero((np.asarray(C) != A + B).ravel())
+        if wrong.size:
+            problems.append(f"{wrong.size} elements of C differ from A + B (the first at flat "
+                            f"index {wrong[0]})")
+    elif not root.get("problem"):
+        problems.append("rank 0 returned no C")
     return {"ok": not problems, "ranks": per_rank, "problems": problems}
