@@ -66,6 +66,18 @@ def test_fit_tables_carry_units_intervals_and_degrees_of_freedom():
     assert t.loc[("all sizes", "λ [µs]"), "estimate"] == pytest.approx(1.0, rel=0.1)
 
 
+def test_a_latency_interval_below_zero_is_flagged_not_shown_as_a_range():
+    y = models.HOCKNEY(SIZES, 1e-6, 5e9) * (1 + 0.02 * np.sin(np.arange(len(SIZES))))
+    clean = tables.fits(models.fit(models.HOCKNEY, SIZES, y, sigma="relative"))
+    assert "note" not in clean.columns
+    # large messages only: the intercept is a small difference of large times
+    big = SIZES >= 2**11
+    noisy = y[big] * (1 + 0.2 * np.array([1, -1, 1, -1, 1]))
+    t = tables.fits(models.fit(models.HOCKNEY, SIZES[big], noisy, sigma="relative"))
+    lam = t.xs("λ [µs]", level="parameter").iloc[0]
+    assert lam["95% low"] < 0 and "below 0" in lam["note"], t
+
+
 def test_whole_numbers_show_as_integers():
     checks = pd.DataFrame({"nprocs": [1, 1, 2], "oversubscribed": [False] * 3,
                            "correct": [1.0, 1.0, 1.0]})

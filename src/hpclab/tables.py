@@ -22,6 +22,9 @@ def _label(param):
     return f"{name} [{unit}]" if unit else name
 
 
+NON_NEGATIVE = {"lambda", "B", "b1", "Bmax"}
+
+
 def fits(*fits, names=None, digits=3):
     """Estimates with standard errors and 95% intervals, one row per parameter (and segment
     of a two-segment fit), in the units of :data:`UNITS`, with the points and degrees of
@@ -29,7 +32,7 @@ def fits(*fits, names=None, digits=3):
 
     ``names`` labels the fits (default: the model's name, or the segment of a two-segment
     fit)."""
-    rows = []
+    rows, flagged = [], False
     for k, fit in enumerate(fits):
         parts = ([(f"n ≤ {fit.breakpoint_low:,.0f} B", fit.left),
                   (f"n ≥ {fit.breakpoint_high:,.0f} B", fit.right)]
@@ -41,10 +44,18 @@ def fits(*fits, names=None, digits=3):
             for p, value in f.params.items():
                 _, _, factor = UNITS.get(p, (p, "", 1.0))
                 lo, hi = f.ci95[p]
+                # a latency, bandwidth or fraction cannot be negative: say when the interval
+                # reaches there, rather than show it as if it were a range of possible values
+                note = ("interval reaches below 0: not determined by these points"
+                        if p in NON_NEGATIVE and lo <= 0 else "")
+                flagged = flagged or bool(note)
                 rows.append({"fit": label, "parameter": _label(p), "estimate": value * factor,
                              "std. error": f.stderr[p] * factor, "95% low": lo * factor,
-                             "95% high": hi * factor, "points": f.npoints, "dof": f.dof})
+                             "95% high": hi * factor, "points": f.npoints, "dof": f.dof,
+                             "note": note})
     t = pd.DataFrame(rows).set_index(["fit", "parameter"])
+    if not flagged:
+        t = t.drop(columns="note")
     return t.round({"estimate": digits, "std. error": digits, "95% low": digits,
                     "95% high": digits})
 

@@ -131,6 +131,18 @@ def small_message_latency(df, max_bytes=8):
     return s.groupby("impl")["value"].median().reindex([i for i in IMPLS if i in set(s["impl"])])
 
 
+def _compare_words(t, impl, words):
+    """``impl`` against C on the repetitions in ``t`` (one-way times): the words of
+    :meth:`hpclab.stats.Comparison.words`."""
+    from hpclab import stats as hstats
+
+    try:
+        return hstats.compare(t[t["impl"] == impl]["value"], t[t["impl"] == "c"]["value"],
+                              (words[impl], words["c"])).words("one-way time")
+    except ValueError as exc:
+        return f"{words[impl]} and {words['c']} cannot be compared here ({exc})"
+
+
 def python_overhead(df):
     """Per-message cost of each implementation over C, in seconds, at small sizes."""
     lat = small_message_latency(df)
@@ -232,18 +244,27 @@ def orfeo_latency(orfeo):
     return t
 
 
-def exchange_fits(ex, min_bytes=65536):
-    """Hockney fitted to IMB Exchange's average time per library and job size (messages of
-    at least min_bytes)."""
+def exchange_table(ex):
+    """IMB Exchange per library and job size as measured, no model: the zero-byte time, the
+    peak bandwidth and the size it is reached at, and the bandwidth of the largest message
+    (GB/s, 1e9 bytes per second, from the table's MiB/s)."""
     rows = []
     for (mpi, nprocs), g in ex.groupby(["mpi", "nprocs"]):
-        big = g[g["nbytes"] >= min_bytes]
-        f = models.fit(models.HOCKNEY, big["nbytes"], big["t_avg_us"] * 1e-6, sigma="relative")
+        bw = g.set_index("nbytes")["bandwidth_MiBps"] * 2**20 / 1e9
+        bw = bw[bw.index > 0]
         rows.append({"MPI": mpi, "ranks": int(nprocs), "nodes": int(g["nodes"].iloc[0]),
-                     "λ [µs]": f["lambda"] * 1e6, "B [GB/s]": f["B"] / 1e9,
-                     "B 95% low [GB/s]": f.ci95["B"][0] / 1e9,
-                     "B 95% high [GB/s]": f.ci95["B"][1] / 1e9, "points": f.npoints})
+                     "0-byte time [µs]": float(g.loc[g["nbytes"] == 0, "t_avg_us"].iloc[0]),
+                     "peak bandwidth [GB/s]": float(bw.max()),
+                     "at [KiB]": int(bw.idxmax() // 1024),
+                     f"at {int(bw.index.max()) // 2**20} MiB [GB/s]": float(bw.iloc[-1])})
     return pd.DataFrame(rows).set_index(["MPI", "ranks"]).round(3)
+
+
+def exchange_line(ex, mpi, nprocs, min_bytes=65536):
+    """The unconstrained Hockney line through one library's Exchange times of at least
+    min_bytes: what the page shows it cannot be (its λ)."""
+    g = ex[(ex["mpi"] == mpi) & (ex["nprocs"] == nprocs) & (ex["nbytes"] >= min_bytes)]
+    return models.fit(models.HOCKNEY, g["nbytes"], g["t_avg_us"] * 1e-6, sigma="relative")
 
 
 def numbers(run, fits, zero=None):
@@ -267,9 +288,16 @@ def numbers(run, fits, zero=None):
            "n_half": two.right["lambda"] * two.right["B"] / 1024,
            "placement": "; ".join(f"rank {p['rank']}: {p['cpus']}" for p in meta["placement"])}
     overhead = python_overhead(df) * 1e6
+    words = {"c": "the C kernel", "cython": "Cython", "python": "the mpi4py buffer API",
+             "pickle": "the pickle API"}
+    t = records.table(df)
+    t = t[t["metric"] == METRIC]
+    small = t[t["nbytes"] <= 8]
+    big = t[t["nbytes"] == t["nbytes"].max()]
     for impl in ("cython", "python", "pickle"):
-        v = overhead.get(impl, np.nan)
-        out[f"ovh_{impl}"] = f"{abs(v):.2f} µs {'more' if v >= 0 else 'less'}"
+        out[f"ovh_{impl}_us"] = overhead.get(impl, np.nan)
+        out[f"cmp_small_{impl}"] = _compare_words(small, impl, words)
+        out[f"cmp_large_{impl}"] = _compare_words(big, impl, words)
     largest = s[s["nbytes"] == s["nbytes"].max()].set_index("impl")["median"]
     out.update(large_python_ratio=largest["python"] / largest["c"],
                large_pickle_ratio=largest["pickle"] / largest["c"],
@@ -283,12 +311,14 @@ def numbers(run, fits, zero=None):
     return out
 
 
-def reference_numbers(fits, ul, ul_fits, orfeo_table, exchange, lat_c_us):
-    """The numbers the text quotes from the published tables, and this machine beside them."""
+def reference_numbers(fits, ul, ul_fits, orfeo_table, exchange, lat_c_us, ex_line):
+    """The numbers the text quotes from the published tables, and this machine beside them
+    (``ex_line``: :func:`exchange_line` of Open MPI on 40 ranks)."""
     two, ul_two = fits["two_segment"], ul_fits["two_segment"]
     ul_bw = ul.set_index("nbytes")["bandwidth_MiBps"]
     ucx = orfeo_table["UCX (InfiniBand) [µs]"]
-    ef = exchange["B [GB/s]"]
+    peak = exchange["peak bandwidth [GB/s]"]
+    last = exchange[[c for c in exchange.columns if c.endswith("MiB [GB/s]")][0]]
     return {"ul_lam": ul_two.left["lambda"] * 1e6,
             "ul_one_rel": models.rms_relative(ul_fits["hockney"]),
             "ul_two_rel": models.rms_relative(ul_two), "ul_B": ul_two.right["B"] / 1e9,
@@ -300,8 +330,47 @@ def reference_numbers(fits, ul, ul_fits, orfeo_table, exchange, lat_c_us):
             "orfeo_intra": ucx["intrasocket"], "orfeo_inter": ucx["intersocket"],
             "orfeo_node": ucx["internode"], "ours_vs_intra": lat_c_us / ucx["intrasocket"],
             "tcp_vs_ucx": orfeo_table.loc["internode", "Ob1 TCP [µs]"] / ucx["internode"],
-            "ex_ompi": ef[("Open MPI 1.8.1", 40)], "ex_mvapich": ef[("MVAPICH2 1.9", 40)],
-            "ex_ratio": ef[("Open MPI 1.8.1", 40)] / ef[("MVAPICH2 1.9", 40)]}
+            "ex_ompi": peak[("Open MPI 1.8.1", 40)], "ex_mvapich": peak[("MVAPICH2 1.9", 40)],
+            "ex_ratio": peak[("Open MPI 1.8.1", 40)] / peak[("MVAPICH2 1.9", 40)],
+            "ex_ompi_kib": exchange.loc[("Open MPI 1.8.1", 40), "at [KiB]"],
+            "ex_ompi_drop": (1 - last[("Open MPI 1.8.1", 40)] / peak[("Open MPI 1.8.1", 40)])
+            * 100,
+            "ex_ompi_zero": exchange.loc[("Open MPI 1.8.1", 40), "0-byte time [µs]"],
+            "ex_mvapich_zero": exchange.loc[("MVAPICH2 1.9", 40), "0-byte time [µs]"],
+            "ex_line_lam": ex_line["lambda"] * 1e6, "ex_line_r2": ex_line.r2}
+
+
+def reports_own(ul_fits, estimates, orfeo):
+    """The reports' own latency and bandwidth estimates beside what this chapter's fit of the
+    same published table gives (Ulysses), or beside nothing where the report's times are
+    not published as numbers (ORFEO). One unit per quantity: µs and GB/s (1e9 B/s)."""
+    two = ul_fits["two_segment"]
+    est = estimates.set_index("quantity")
+    o = orfeo[(orfeo["placement"] == "internode") & orfeo["transport"].str.startswith("UCX")]
+    o = o.drop_duplicates("quantity").set_index("quantity")
+    mib = 2**20 / 1e9
+    ours = {"latency [µs]": (two.left["lambda"] * 1e6,
+                             *(v * 1e6 for v in two.left.ci95["lambda"])),
+            "bandwidth [GB/s]": (two.right["B"] / 1e9, *(v / 1e9 for v in two.right.ci95["B"]))}
+    none = "— (its times are not published as numbers)"
+    rows = []
+    for system, quantity, value in (
+            ("Ulysses, one node (report 004)", "latency [µs]", est.loc["latency", "value"]),
+            ("Ulysses, one node (report 004)", "bandwidth [GB/s]",
+             est.loc["asymptotic_bandwidth", "value"] * mib),
+            ("ORFEO, two nodes, UCX (report 001)", "latency [µs]", o.loc["latency", "value"]),
+            ("ORFEO, two nodes, UCX (report 001)", "bandwidth [GB/s]",
+             o.loc["asymptotic_bandwidth", "value"] / 1e3)):
+        if system.startswith("Ulysses"):
+            fit, lo, hi = ours[quantity]
+            rows.append((system, quantity, value, f"{fit:.3f} ({lo:.3f} to {hi:.3f})",
+                         "yes" if lo <= value <= hi else "no"))
+        else:
+            rows.append((system, quantity, value, none, "—"))
+    return pd.DataFrame(rows, columns=["system", "quantity", "the report's estimate",
+                                       "this chapter's fit of the table (95% interval)",
+                                       "estimate inside the interval"]
+                        ).set_index(["system", "quantity"]).round(3)
 
 
 def hockney_model(profile=None, engines=None):

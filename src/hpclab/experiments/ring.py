@@ -296,15 +296,19 @@ def placement(meta, mpi_args=()):
 
 def ring_points(df, impl, nbytes=4):
     """Time per ring against P for each variant of one implementation (a summary for
-    :func:`hpclab.plots.scaling`), and each variant's ``T = λ·P`` fit where one exists."""
+    :func:`hpclab.plots.scaling`), and each variant's ``T = λ·P`` fit where the points
+    determine λ (its 95% interval above zero): a line whose band reaches negative times is
+    not drawn as if it were a fit."""
     s = summary(df)
     s = s[(s["impl"] == impl) & (s["nbytes"] == nbytes)]
     fitted = {}
     for variant in s["variant"].unique():
         try:
-            fitted[variant] = fit(df, impl, variant, nbytes)
+            f = fit(df, impl, variant, nbytes)
         except models.FitError:
-            pass
+            continue
+        if f.ci95["lambda"][0] > 0:
+            fitted[variant] = f
     return s, fitted
 
 
@@ -369,6 +373,49 @@ def orfeo_model(orfeo, node, variants=("ssend_ordered", "irecv")):
     return p, lines, per_node
 
 
+VARIANT_WORDS = {"ssend_ordered": "the ordered synchronous ring", "irecv": "the irecv ring",
+                 "isend": "the isend ring", "send": "the buffered send ring",
+                 "sendrecv": "the sendrecv ring", "naive": "the naive ring"}
+IMPL_WORDS = {"c": "C", "cython": "Cython", "python": "mpi4py"}
+
+
+def comparison(df, a, b, nprocs, nbytes=4):
+    """Time per ring of ``a`` against ``b`` (each ``(impl, variant)``) at one P and payload,
+    from the repeated measurements: the sentence :meth:`hpclab.stats.Comparison.words`
+    allows, naming the rings in words."""
+    from hpclab import stats as hstats
+
+    t = timings(df)
+    t = t[(t["nprocs"] == nprocs) & (t["nbytes"] == nbytes)]
+
+    def reps(impl, variant):
+        return t[(t["impl"] == impl) & (t["variant"] == variant)]["value"].to_numpy(float)
+
+    def name(impl, variant):
+        words = VARIANT_WORDS.get(variant, f"the {variant} ring")
+        return words if a[0] == b[0] else f"{words} in {IMPL_WORDS.get(impl, impl)}"
+
+    names = (name(*a), name(*b))
+    try:
+        return hstats.compare(reps(*a), reps(*b), names).words("time per ring")
+    except ValueError as exc:
+        return f"{names[0]} and {names[1]} cannot be compared here ({exc})"
+
+
+def lambda_words(fits_table, impl, variant):
+    """λ in µs per step with its interval, and what the interval allows."""
+    row = fits_table.set_index(["impl", "variant"]).loc[(impl, variant)]
+    if not np.isfinite(row["lambda"]):
+        return f"no fitted λ ({row['note']})"
+    lo, hi = row["lambda_low"] * 1e6, row["lambda_high"] * 1e6
+    text = (f"λ = {row['lambda'] * 1e6:.2f} µs per step (95% interval {lo:.2f} to {hi:.2f} µs, "
+            f"{int(row['points'])} values of P)")
+    if lo <= 0:
+        text += (": the interval reaches zero or below, which no latency can be, so these "
+                 "points do not determine λ")
+    return text
+
+
 def numbers(df, fits_table, pp, orfeo, node):
     """Every number the chapter's text quotes, computed (name -> value)."""
     from scipy import stats
@@ -377,11 +424,9 @@ def numbers(df, fits_table, pp, orfeo, node):
     s = summary(df)
     small = s[s["nbytes"] == 4]
     one = small[(small["impl"] == "c") & (small["nprocs"] == 1)].set_index("variant")["median"]
-    both_ways = lam.loc["c"][["send", "isend", "irecv"]]
     pmax = int(s["nprocs"].max())
     at = s[(s["impl"] == "c") & (s["nprocs"] == pmax)]
     hockney = step_fit(df, "c", "irecv", pmax)
-    big = at[at["nbytes"] == at["nbytes"].max()].set_index("variant")["step_median"]
     table = records.table(df)
     sent = table[(table["metric"] == "send_buffered") & (table["nprocs"] == pmax)]
     missing = sorted(sent.loc[sent["value"] == 0, "nbytes"].unique())
@@ -389,35 +434,84 @@ def numbers(df, fits_table, pp, orfeo, node):
     pp_lat, pp_source = pp
     per_node = int(node["sockets_per_node"] * node["cores_per_socket"])
     ol = _orfeo_step_us(orfeo)
+    nmax = int(at["nbytes"].max())
+    cmp = {f"cmp_{v}": comparison(df, ("c", v), ("c", "irecv"), pmax)
+           for v in ("ssend_ordered", "sendrecv", "send", "isend")}
+    cmp["cmp_cython"] = comparison(df, ("cython", "irecv"), ("c", "irecv"), pmax)
+    cmp["cmp_python"] = comparison(df, ("python", "irecv"), ("c", "irecv"), pmax)
+    cmp["cmp_big"] = comparison(df, ("c", "ssend_ordered"), ("c", "irecv"), pmax, nmax)
+    ratio = _step_ratio_interval(df, pmax)
     return {
+        **cmp,
+        "lam_irecv_words": lambda_words(fits_table, "c", "irecv"),
+        "lam_ssend_words": lambda_words(fits_table, "c", "ssend_ordered"),
+        "ssend_ratio_lo": ratio[1], "ssend_ratio_hi": ratio[2],
+        "ours_ratio_vs_orfeo_lo": ratio[1] / (ol[("intranode", "ssend_ordered")]
+                                              / ol[("intranode", "irecv")]),
+        "ours_ratio_vs_orfeo_hi": ratio[2] / (ol[("intranode", "ssend_ordered")]
+                                              / ol[("intranode", "irecv")]),
         "npoints": int(fits_table["points"].max()),
         "lam_irecv": lam[("c", "irecv")] * 1e6, "lam_ssend": lam[("c", "ssend_ordered")] * 1e6,
-        "ssend_ratio": lam[("c", "ssend_ordered")] / lam[("c", "irecv")],
-        "nb_spread": (both_ways.max() / both_ways.min() - 1) * 100,
-        "sendrecv_ratio": lam[("c", "sendrecv")] / lam[("c", "irecv")],
+        "ssend_ratio": ratio[0],
         "t_quantile": stats.t.ppf(0.975, max(int(fits_table["points"].max()) - 1, 1)),
-        "py_ratio": lam[("python", "irecv")] / lam[("c", "irecv")],
-        "cy_ratio": lam[("cython", "irecv")] / lam[("c", "irecv")],
+        "ring2_us": float(small[(small["impl"] == "c") & (small["nprocs"] == min(2, pmax))
+                                & (small["variant"] == "irecv")]["median"].iloc[0]) * 1e6,
         "p1_irecv": one["irecv"] * 1e6, "p1_share": one["irecv"] / lam[("c", "irecv")],
         "pmax": pmax, "h_lam": hockney["lambda"] * 1e6, "h_B": hockney["B"] / 1e9,
         "h_B_lo": hockney.ci95["B"][0] / 1e9, "h_B_hi": hockney.ci95["B"][1] / 1e9,
-        "big_kib": at["nbytes"].max() / 1024, "big_ratio": big["ssend_ordered"] / big["irecv"],
+        "big_kib": nmax / 1024,
         "send_skipped": (", ".join(f"{m:,}" for m in missing) + " bytes") if missing
         else "no size",
         "check_upto": int(checks["nprocs"].max()),
         "pp_lat": pp_lat * 1e6, "pp_source": pp_source,
-        "irecv_over_pp": lam[("c", "irecv")] / pp_lat,
-        "ssend_over_pp": lam[("c", "ssend_ordered")] / pp_lat,
+        **_per_step_over(df, pmax, pp_lat, "pp"),
         "o_ratio_intra": ol[("intranode", "ssend_ordered")] / ol[("intranode", "irecv")],
         "o_ratio_inter": ol[("internode", "ssend_ordered")] / ol[("internode", "irecv")],
         "o_node_jump": ol[("internode", "irecv")] / ol[("intranode", "irecv")],
         "per_node": per_node, "per_node_next": per_node + 1,
         "per_socket": int(node["cores_per_socket"]),
         "per_socket_next": int(node["cores_per_socket"]) + 1,
-        "ours_vs_orfeo": lam[("c", "irecv")] / (ol[("intranode", "irecv")] * 1e-6),
-        "ours_ratio_vs_orfeo": (lam[("c", "ssend_ordered")] / lam[("c", "irecv")])
-        / (ol[("intranode", "ssend_ordered")] / ol[("intranode", "irecv")]),
+        **{k.replace("irecv_over_orfeo", "ours_vs_orfeo"): v
+           for k, v in _per_step_over(df, pmax, ol[("intranode", "irecv")] * 1e-6,
+                                      "orfeo").items() if k.startswith("irecv")},
+        "ours_ratio_vs_orfeo": ratio[0] / (ol[("intranode", "ssend_ordered")]
+                                           / ol[("intranode", "irecv")]),
     }
+
+
+def _step_ratio_interval(df, pmax):
+    """(ratio, low, high): ordered synchronous over irecv, C, 4 B, at P = pmax, medians of the
+    repetitions with the bootstrap interval of :func:`hpclab.stats.compare` (NaN when a
+    variant has fewer than two)."""
+    from hpclab import stats as hstats
+
+    t = timings(df)
+    t = t[(t["nprocs"] == pmax) & (t["nbytes"] == 4) & (t["impl"] == "c")]
+    try:
+        c = hstats.compare(t[t["variant"] == "ssend_ordered"]["value"],
+                           t[t["variant"] == "irecv"]["value"])
+    except ValueError:
+        return (np.nan,) * 3
+    return c.ratio, c.low, c.high
+
+
+def _per_step_over(df, pmax, reference, tag):
+    """The time per step at P = pmax (C, 4 B) of the irecv and the ordered synchronous ring
+    over a reference time taken as exact: ``{variant}_over_{tag}`` with ``_lo``/``_hi``, the
+    95% bootstrap interval of the median of the repetitions."""
+    from hpclab import stats as hstats
+
+    t = timings(df)
+    t = t[(t["nprocs"] == pmax) & (t["nbytes"] == 4) & (t["impl"] == "c")]
+    out = {}
+    for variant, key in (("irecv", "irecv"), ("ssend_ordered", "ssend")):
+        try:
+            med, lo, hi = hstats.median_interval(t[t["variant"] == variant]["value"] / pmax)
+        except ValueError:
+            med = lo = hi = np.nan
+        out.update({f"{key}_over_{tag}": med / reference, f"{key}_over_{tag}_lo": lo / reference,
+                    f"{key}_over_{tag}_hi": hi / reference})
+    return out
 
 
 # ----------------------------------------------------------------------- simulated cluster
