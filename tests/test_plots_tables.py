@@ -78,6 +78,16 @@ def test_a_latency_interval_below_zero_is_flagged_not_shown_as_a_range():
     assert lam["95% low"] < 0 and "below 0" in lam["note"], t
 
 
+def test_residuals_list_every_point_of_every_segment():
+    y = models.HOCKNEY(SIZES, 1e-6, 5e9)
+    y[3] *= 1.1  # one point 10% above the line
+    one = models.fit(models.HOCKNEY, SIZES, y, sigma="relative")
+    t = tables.residuals(one, names=["all"])
+    assert len(t) == len(SIZES) and t.index.names == ["fit", "message size n"]
+    worst = t["residual [% of the model]"].abs().idxmax()
+    assert worst == ("all", int(SIZES[3])), t
+
+
 def test_whole_numbers_show_as_integers():
     checks = pd.DataFrame({"nprocs": [1, 1, 2], "oversubscribed": [False] * 3,
                            "correct": [1.0, 1.0, 1.0]})

@@ -31,14 +31,15 @@ class Comparison:
         """True when the interval excludes 1 (a difference the data support)."""
         return self.low > 1 or self.high < 1
 
-    def words(self, quantity="time"):
+    def words(self, quantity="time", verb="took"):
         """The sentence the interval allows, e.g. 'a took 1.52 times b's time (95% interval
-        1.40 to 1.66)' or 'no difference between a and b that the measurements can show'."""
+        1.40 to 1.66)' or 'no difference between a and b that the measurements can show'
+        (``verb``: 'moved' for a bandwidth, say)."""
         interval = f"95% interval {self.low:.2f} to {self.high:.2f}, {self.n_a} and {self.n_b} runs"
         if not self.differs:
             return (f"no difference in {quantity} between {self.a} and {self.b} that the "
                     f"measurements can show (ratio {self.ratio:.2f}, {interval})")
-        return f"{self.a} took {self.ratio:.2f} times the {quantity} of {self.b} ({interval})"
+        return f"{self.a} {verb} {self.ratio:.2f} times the {quantity} of {self.b} ({interval})"
 
 
 def compare(a, b, names=("a", "b"), seed=0):

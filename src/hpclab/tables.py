@@ -60,6 +60,30 @@ def fits(*fits, names=None, digits=3):
                     "95% high": digits})
 
 
+def _parts(fit, label):
+    if isinstance(fit, models.TwoSegmentFit):
+        return [(f"{label}, n ≤ {fit.breakpoint_low:,.0f} B", fit.left),
+                (f"{label}, n ≥ {fit.breakpoint_high:,.0f} B", fit.right)]
+    return [(label, fit)]
+
+
+def residuals(*fits, names=None, digits=1):
+    """Every point of each fit (and segment) with its residual as a share of the model's
+    value: what a reader needs to judge a fit beyond its parameters."""
+    rows = []
+    for k, fit in enumerate(fits):
+        label = names[k] if names else getattr(getattr(fit, "model", None), "name", "fit")
+        for seg, f in _parts(fit, label):
+            model = f.model(f.x, *f.params.values())
+            for x, y, m in zip(np.atleast_1d(f.x), f.y, model):
+                x = float(x)
+                rows.append({"fit": seg, f.model.x_name: int(x) if x.is_integer() else x,
+                             "residual [% of the model]": (y - m) / m * 100})
+    t = pd.DataFrame(rows)
+    x_cols = [c for c in t.columns if c not in ("fit", "residual [% of the model]")]
+    return integers(t.set_index(["fit", *x_cols]).round(digits))
+
+
 def by(df, index, columns, values, unit="", factor=1.0, index_name=None, digits=3,
        column_names=None):
     """A pivot with the unit in every column header, e.g. one-way time per size and

@@ -421,6 +421,19 @@ def _phase_words(df, shape, metric, impls, nprocs):
     return stats.compare(a, b, names=tuple(f"the {names[i]} addition" for i in impls)).words()
 
 
+def _total_words(df, shape):
+    """The whole mpi4py + numpy run against the whole C run on one rank, from the
+    repetitions (stats.compare's words)."""
+    from hpclab import stats
+
+    a, b = (_reps(df, "strong", i, "none", shape, 1)["total"] for i in ("python", "c"))
+    try:
+        return stats.compare(a, b, names=("the whole mpi4py + numpy run",
+                                          "the whole C run")).words()
+    except ValueError as exc:
+        return f"the two whole runs cannot be compared here ({exc})"
+
+
 def _growth_words(df, shape, pmax):
     from hpclab import stats
 
@@ -504,6 +517,7 @@ def numbers(run, roof, orfeo_topo, orfeo_ref):
         "roof_stream": float(top["stream_add"]), "roof_ratio": float(top["ratio"]) * 100,
         "roof_add32": float(top["add_32"]),
         "py_create_ratio": impl_total["python"] / impl_total["c"],
+        "total_words": _total_words(df, shape),
         "o_s": o["s"], "o_low": o["low"], "o_high": o["high"], "o_ceiling": o["ceiling"],
         "o_S12": o["S12"], "o_S24": o["S24"], "o_S48": o["S48"], "o_E24": o["E24"],
         "o_E48": o["E48"],

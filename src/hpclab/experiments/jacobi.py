@@ -275,6 +275,19 @@ def implementation_table(df):
     return t
 
 
+def _halo_interval(halo_big, bandwidth):
+    """The 95% bootstrap interval of the median halo bandwidth (GB/s) and of its ratio to
+    PingPong's fitted B (taken as exact); NaN with fewer than two runs."""
+    from hpclab import stats
+
+    try:
+        _, lo, hi = stats.median_interval(halo_big["B_halo"])
+    except ValueError:
+        lo = hi = float("nan")
+    return {"B_halo_lo": lo / 1e9, "B_halo_hi": hi / 1e9, "B_halo_vs_pp_lo": lo / bandwidth,
+            "B_halo_vs_pp_hi": hi / bandwidth}
+
+
 def numbers(run, lam, bandwidth, pp_source, stream_gbs, stream_source, t5, orfeo_pp):
     """Every number the chapter's text quotes, computed (name -> value)."""
     df = records.table(run)
@@ -323,6 +336,7 @@ def numbers(run, lam, bandwidth, pp_source, stream_gbs, stream_source, t5, orfeo
         else float("nan"),
         "B_halo_vs_pp": float(halo_big["B_halo"].median()) / bandwidth if not halo_big.empty
         else float("nan"),
+        **_halo_interval(halo_big, bandwidth),
         "o_c48_pub": float(o.loc[48, "c_MB"]), "o_c48_eq8": float(o.loc[48, "c eq. (8) [MB]"]),
         "o_meas48": float(o.loc[48, "measured (implied) [MLUP/s]"]),
         "o_model48": float(o.loc[48, "P_model_MLUPs"]),

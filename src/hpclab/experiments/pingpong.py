@@ -131,6 +131,27 @@ def small_message_latency(df, max_bytes=8):
     return s.groupby("impl")["value"].median().reindex([i for i in IMPLS if i in set(s["impl"])])
 
 
+def small_message_interval(df, impl="c", max_bytes=8):
+    """(median, low, high) in µs: the one-way time of messages of at most max_bytes, with
+    the 95% bootstrap interval of the median of every repetition."""
+    from hpclab import stats as hstats
+
+    t = records.table(df)
+    t = t[(t["metric"] == METRIC) & (t["nbytes"] <= max_bytes) & (t["impl"] == impl)]
+    return tuple(v * 1e6 for v in hstats.median_interval(t["value"]))
+
+
+def _ratio_range(a, b):
+    """The range of a / b when a and b each lie in their 95% intervals ``(estimate, low,
+    high)``: conservative (both at their extremes at once); NaN where b's low end is not
+    above zero."""
+    _, alo, ahi = a
+    _, blo, bhi = b
+    if blo <= 0 or alo <= 0:
+        return float("nan"), float("nan")
+    return alo / bhi, ahi / blo
+
+
 def _compare_words(t, impl, words):
     """``impl`` against C on the repetitions in ``t`` (one-way times): the words of
     :meth:`hpclab.stats.Comparison.words`."""
@@ -313,13 +334,30 @@ def numbers(run, fits, zero=None):
 
 def reference_numbers(fits, ul, ul_fits, orfeo_table, exchange, lat_c_us, ex_line):
     """The numbers the text quotes from the published tables, and this machine beside them
-    (``ex_line``: :func:`exchange_line` of Open MPI on 40 ranks)."""
+    (``lat_c_us``: :func:`small_message_interval`; ``ex_line``: :func:`exchange_line` of
+    Open MPI on 40 ranks)."""
     two, ul_two = fits["two_segment"], ul_fits["two_segment"]
     ul_bw = ul.set_index("nbytes")["bandwidth_MiBps"]
     ucx = orfeo_table["UCX (InfiniBand) [µs]"]
     peak = exchange["peak bandwidth [GB/s]"]
     last = exchange[[c for c in exchange.columns if c.endswith("MiB [GB/s]")][0]]
-    return {"ul_lam": ul_two.left["lambda"] * 1e6,
+    lam = (two.left["lambda"], *two.left.ci95["lambda"])
+    ul_lam = (ul_two.left["lambda"], *ul_two.left.ci95["lambda"])
+    bw = (two.right["B"], *two.right.ci95["B"])
+    ul_bw_fit = (ul_two.right["B"], *ul_two.right.ci95["B"])
+    def span(a, b):
+        lo, hi = _ratio_range(a, b)
+        if not np.isfinite(lo):
+            return ("without a useful range: an interval of the two fits reaches zero or below, "
+                    "so the points do not bound it")
+        return (f"between {lo:.2f} and {hi:.2f} when both fits range over their 95% "
+                "intervals")
+
+    return {"ratio_lat_span": span(lam, ul_lam), "ratio_bw_span": span(bw, ul_bw_fit),
+            "ours_vs_intra_lo": lat_c_us[1] / ucx["intrasocket"],
+            "ours_vs_intra_hi": lat_c_us[2] / ucx["intrasocket"],
+            "orfeo_spread": ucx["internode"] / ucx["intrasocket"],
+            "ul_lam": ul_two.left["lambda"] * 1e6,
             "ul_one_rel": models.rms_relative(ul_fits["hockney"]),
             "ul_two_rel": models.rms_relative(ul_two), "ul_B": ul_two.right["B"] / 1e9,
             "ul_break": f"{ul_two.breakpoint_high:,.0f}",
@@ -328,7 +366,7 @@ def reference_numbers(fits, ul, ul_fits, orfeo_table, exchange, lat_c_us, ex_lin
             "ul_peak_kib": ul_bw.idxmax() / 1024,
             "ul_drop": (1 - ul_bw.iloc[-1] / ul_bw.max()) * 100,
             "orfeo_intra": ucx["intrasocket"], "orfeo_inter": ucx["intersocket"],
-            "orfeo_node": ucx["internode"], "ours_vs_intra": lat_c_us / ucx["intrasocket"],
+            "orfeo_node": ucx["internode"], "ours_vs_intra": lat_c_us[0] / ucx["intrasocket"],
             "tcp_vs_ucx": orfeo_table.loc["internode", "Ob1 TCP [µs]"] / ucx["internode"],
             "ex_ompi": peak[("Open MPI 1.8.1", 40)], "ex_mvapich": peak[("MVAPICH2 1.9", 40)],
             "ex_ratio": peak[("Open MPI 1.8.1", 40)] / peak[("MVAPICH2 1.9", 40)],

@@ -439,6 +439,23 @@ def shaheen_table(sh):
         "test")
 
 
+def trial_comparison(df, a, b, names):
+    """Bandwidth of every trial of ``a`` against ``b`` (each ``(impl, op, threads)``, close
+    binding): the sentence :meth:`hpclab.stats.Comparison.words` allows."""
+    from hpclab import stats as hstats
+
+    t = bandwidths(df)
+    t = t[(t["mode"] == "threads") & (t["bind"] == "close") & (t["membind"] == t["cpunodebind"])]
+
+    def trials(impl, op, threads):
+        return t[(t["impl"] == impl) & (t["op"] == op) & (t["nthreads"] == threads)]["bandwidth"]
+
+    try:
+        return hstats.compare(trials(*a), trials(*b), names).words("bandwidth", verb="moved")
+    except ValueError as exc:
+        return f"{names[0]} and {names[1]} cannot be compared here ({exc})"
+
+
 def numbers(run, sat, ul, hh, sh, roofs, nodeperf):
     """Every number the chapter's text quotes, computed (name -> value)."""
     df, meta = run
@@ -467,6 +484,12 @@ def numbers(run, sat, ul, hh, sh, roofs, nodeperf):
         "cores": cores, "triad_1": best[("c", "triad", 1, "close")],
         "triad_all": best[("c", "triad", cores, "close")],
         "speedup_all": best[("c", "triad", cores, "close")] / best[("c", "triad", 1, "close")],
+        "cmp_threads": trial_comparison(df, ("c", "triad", cores), ("c", "triad", 1),
+                                        (f"{cores} threads", "one thread")),
+        "cmp_cython": trial_comparison(df, ("cython", "triad", cores), ("c", "triad", cores),
+                                       ("the Cython triad", "the C triad")),
+        "cmp_copy": trial_comparison(df, ("c", "copy", cores), ("c", "triad", cores),
+                                     ("copy", "triad")),
         "cy_over_c": best[("cython", "triad", cores, "close")] / best[("c", "triad", cores, "close")],
         "copy_vs_triad": best[("c", "copy", cores, "close")] / best[("c", "triad", cores, "close")],
         "b1": sat["b1"] / 1e9, "knee": knee, "bmax": sat["Bmax"] / 1e9,
