@@ -26,3 +26,11 @@ def test_overlapping_samples_give_no_claim():
 def test_too_little_or_impossible_data_is_refused(a, b, match):
     with pytest.raises(ValueError, match=match):
         stats.compare(a, b)
+
+
+def test_said_gives_the_words_or_says_why_there_are_none():
+    from hpclab import stats
+
+    assert stats.said([2.0, 2.1, 1.9], [1.0, 1.05, 0.95], ("a", "b")).startswith("a took 2.00")
+    assert "moved" in stats.said([2.0, 2.1], [1.0, 1.1], ("a", "b"), "bandwidth", verb="moved")
+    assert stats.said([1.0], [2.0, 3.0], ("a", "b")).startswith("a and b cannot be compared")

@@ -64,6 +64,15 @@ def compare(a, b, names=("a", "b"), seed=0):
                       b.size, *names)
 
 
+def said(a, b, names, quantity="time", verb="took"):
+    """:meth:`Comparison.words` of :func:`compare`, or, when the measurements cannot be
+    compared (fewer than two of either), a sentence that says so and why."""
+    try:
+        return compare(a, b, names).words(quantity, verb=verb)
+    except ValueError as exc:
+        return f"{names[0]} and {names[1]} cannot be compared here ({exc})"
+
+
 def median_interval(values, seed=0):
     """(median, low, high): the median of repeated measurements with its 95% percentile-
     bootstrap interval. At least two values are needed."""

@@ -34,13 +34,7 @@ def fits(*fits, names=None, digits=3):
     fit)."""
     rows, flagged = [], False
     for k, fit in enumerate(fits):
-        parts = ([(f"n ≤ {fit.breakpoint_low:,.0f} B", fit.left),
-                  (f"n ≥ {fit.breakpoint_high:,.0f} B", fit.right)]
-                 if isinstance(fit, models.TwoSegmentFit) else [(None, fit)])
-        for seg, f in parts:
-            label = names[k] if names else (seg or f.model.name)
-            if names and seg:
-                label = f"{names[k]}, {seg}"
+        for label, f in _parts(fit, names[k] if names else None):
             for p, value in f.params.items():
                 _, _, factor = UNITS.get(p, (p, "", 1.0))
                 lo, hi = f.ci95[p]
@@ -60,11 +54,15 @@ def fits(*fits, names=None, digits=3):
                     "95% high": digits})
 
 
-def _parts(fit, label):
+def _parts(fit, label=None):
+    """(label, fit) of each segment: a two-segment fit's two lines, labelled by their sizes
+    after ``label`` (alone when there is none), or the fit itself (``label``, else its model's
+    name)."""
     if isinstance(fit, models.TwoSegmentFit):
-        return [(f"{label}, n ≤ {fit.breakpoint_low:,.0f} B", fit.left),
-                (f"{label}, n ≥ {fit.breakpoint_high:,.0f} B", fit.right)]
-    return [(label, fit)]
+        prefix = f"{label}, " if label else ""
+        return [(f"{prefix}n ≤ {fit.breakpoint_low:,.0f} B", fit.left),
+                (f"{prefix}n ≥ {fit.breakpoint_high:,.0f} B", fit.right)]
+    return [(label or fit.model.name, fit)]
 
 
 def residuals(*fits, names=None, digits=1):
@@ -72,8 +70,7 @@ def residuals(*fits, names=None, digits=1):
     value: what a reader needs to judge a fit beyond its parameters."""
     rows = []
     for k, fit in enumerate(fits):
-        label = names[k] if names else getattr(getattr(fit, "model", None), "name", "fit")
-        for seg, f in _parts(fit, label):
+        for seg, f in _parts(fit, names[k] if names else None):
             model = f.model(f.x, *f.params.values())
             for x, y, m in zip(np.atleast_1d(f.x), f.y, model):
                 x = float(x)

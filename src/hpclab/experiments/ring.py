@@ -379,27 +379,26 @@ VARIANT_WORDS = {"ssend_ordered": "the ordered synchronous ring", "irecv": "the 
 IMPL_WORDS = {"c": "C", "cython": "Cython", "python": "mpi4py"}
 
 
+def ring_times(df, impl, variant, nprocs, nbytes=4):
+    """Every repetition's time per ring (seconds) of one implementation and variant at one
+    P and payload."""
+    t = timings(df)
+    return t[(t["impl"] == impl) & (t["variant"] == variant) & (t["nprocs"] == nprocs)
+             & (t["nbytes"] == nbytes)]["value"].to_numpy(float)
+
+
 def comparison(df, a, b, nprocs, nbytes=4):
     """Time per ring of ``a`` against ``b`` (each ``(impl, variant)``) at one P and payload,
-    from the repeated measurements: the sentence :meth:`hpclab.stats.Comparison.words`
-    allows, naming the rings in words."""
+    from the repeated measurements: the sentence :func:`hpclab.stats.said` allows, naming
+    the rings in words."""
     from hpclab import stats as hstats
-
-    t = timings(df)
-    t = t[(t["nprocs"] == nprocs) & (t["nbytes"] == nbytes)]
-
-    def reps(impl, variant):
-        return t[(t["impl"] == impl) & (t["variant"] == variant)]["value"].to_numpy(float)
 
     def name(impl, variant):
         words = VARIANT_WORDS.get(variant, f"the {variant} ring")
         return words if a[0] == b[0] else f"{words} in {IMPL_WORDS.get(impl, impl)}"
 
-    names = (name(*a), name(*b))
-    try:
-        return hstats.compare(reps(*a), reps(*b), names).words("time per ring")
-    except ValueError as exc:
-        return f"{names[0]} and {names[1]} cannot be compared here ({exc})"
+    return hstats.said(ring_times(df, *a, nprocs, nbytes), ring_times(df, *b, nprocs, nbytes),
+                       (name(*a), name(*b)), "time per ring")
 
 
 def lambda_words(fits_table, impl, variant):
@@ -485,11 +484,9 @@ def _step_ratio_interval(df, pmax):
     variant has fewer than two)."""
     from hpclab import stats as hstats
 
-    t = timings(df)
-    t = t[(t["nprocs"] == pmax) & (t["nbytes"] == 4) & (t["impl"] == "c")]
     try:
-        c = hstats.compare(t[t["variant"] == "ssend_ordered"]["value"],
-                           t[t["variant"] == "irecv"]["value"])
+        c = hstats.compare(ring_times(df, "c", "ssend_ordered", pmax),
+                           ring_times(df, "c", "irecv", pmax))
     except ValueError:
         return (np.nan,) * 3
     return c.ratio, c.low, c.high
@@ -501,12 +498,10 @@ def _per_step_over(df, pmax, reference, tag):
     95% bootstrap interval of the median of the repetitions."""
     from hpclab import stats as hstats
 
-    t = timings(df)
-    t = t[(t["nprocs"] == pmax) & (t["nbytes"] == 4) & (t["impl"] == "c")]
     out = {}
     for variant, key in (("irecv", "irecv"), ("ssend_ordered", "ssend")):
         try:
-            med, lo, hi = hstats.median_interval(t[t["variant"] == variant]["value"] / pmax)
+            med, lo, hi = hstats.median_interval(ring_times(df, "c", variant, pmax) / pmax)
         except ValueError:
             med = lo = hi = np.nan
         out.update({f"{key}_over_{tag}": med / reference, f"{key}_over_{tag}_lo": lo / reference,
