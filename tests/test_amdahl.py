@@ -66,15 +66,21 @@ def synthetic_run():
     return exp.run(profile="quick", kinds=("synthetic",), progress=False)
 
 
-def test_the_synthetic_programs_known_s_lies_inside_the_fitted_interval(synthetic_run):
+def test_the_synthetic_programs_known_s_is_recovered_and_oversleep_bounds_the_rest(synthetic_run):
     df, meta = synthetic_run
     assert set(df["nprocs"]) == {1, 2, 3, 4} and meta["nprocs"] == 4
     assert df.loc[df["nprocs"] > launch.usable_cores(), "oversubscribed"].all()
-    fit, known = exp.synthetic_fit(df)
-    low, high = fit.ci95["s"]
-    assert known == 0.3 and low <= known <= high, (fit["s"], low, high)
+    asked, known = exp.synthetic_fit(df, "asked")
+    low, high = asked.ci95["s"]
+    assert known == 0.3 and low <= known <= high, (asked["s"], low, high)
     assert high - low < 0.1, "an interval that wide says nothing"
-    assert fit.dof >= 3
+    assert asked.dof >= 3
+    over = exp.synthetic_oversleep(df)["oversleep"]
+    assert len(over) == 4 * 3  # every run on 1 .. 4 ranks, 3 repetitions each
+    assert (over >= 0).all(), "a sleep ended before it was asked to"
+    # the times as slept differ from those asked only by the oversleep, whatever the machine
+    slept, _ = exp.synthetic_fit(df)
+    assert abs(slept["s"] - asked["s"]) <= exp.synthetic_slack(df), (slept["s"], asked["s"])
 
 
 def test_report_tables_are_the_reports():

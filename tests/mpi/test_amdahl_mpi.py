@@ -53,7 +53,9 @@ def test_bad_arguments_and_too_much_memory_are_refused():
 
 def test_synthetic_program_sleeps_its_serial_fraction():
     t = amdahl.synthetic(COMM, 0.5, work=0.04, repetitions=2)
-    assert t.shape == (3, 2)
+    assert t.shape == (4, 2)
+    np.testing.assert_allclose(t[3], 0.02 + 0.02 / SIZE)  # no jitter: exactly what was asked
+    assert (t[2] >= t[3]).all(), "a sleep cannot end before it was asked to"
     np.testing.assert_allclose(t[0], 0.02, rtol=0.5)
     np.testing.assert_allclose(t[1], 0.02 / SIZE, rtol=0.5, atol=2e-3)
     with pytest.raises(ValueError, match="serial_fraction must be between 0 and 1"):

@@ -109,7 +109,7 @@ def inject_fault(comm):
 
 # ----------------------------------------------------------------------------- synthetic
 
-SYNTHETIC_METRICS = ("serial", "parallel", "total")
+SYNTHETIC_METRICS = ("serial", "parallel", "total", "asked")
 
 
 def _wait_quietly(comm, poll=5e-4):
@@ -131,13 +131,17 @@ def synthetic(comm, serial_fraction, work=0.2, repetitions=3, jitter=0.0, seed=0
     One repetition: rank 0 alone sleeps ``serial_fraction * work`` seconds (the serial
     part), then every rank sleeps its share ``(1 - serial_fraction) * work / P`` (the
     parallel part). Sleeping ranks need no core, so P may exceed the cores. ``jitter``
-    multiplies each sleep by ``1 + jitter * z`` (z standard normal, from ``seed``, the
-    rank and the repetition): the scatter of a real machine, made repeatable.
+    stretches a repetition's two parts by ``1 + jitter * z`` (z standard normal, drawn
+    from ``seed`` and the repetition, the same on every rank): the scatter of a real
+    machine from run to run, made repeatable, with the ranks' shares still equal, so the
+    program's serial fraction stays exactly ``serial_fraction``.
 
-    Returns an array (3, repetitions): ``serial`` (rank 0's serial part as it slept),
-    ``parallel`` (the slowest rank's share), ``total`` (their sum) in seconds, the
-    same on every rank. Waiting ranks sleep too; their wake-up is not counted.
-    Collective.
+    Returns an array (4, repetitions): ``serial`` (rank 0's serial part as it slept),
+    ``parallel`` (the slowest rank's share as it slept), ``total`` (their sum) and
+    ``asked`` (what the two sleeps asked for) in seconds, the same on every rank.
+    ``total - asked`` is the time the system took to wake the sleepers: a cost every
+    run pays whatever P, so a fit counts it as serial. Waiting ranks sleep too; their
+    wake-up is not counted. Collective.
     """
     check_comm(KERNEL, comm)
     if not 0.0 <= float(serial_fraction) <= 1.0:
@@ -148,18 +152,20 @@ def synthetic(comm, serial_fraction, work=0.2, repetitions=3, jitter=0.0, seed=0
         raise ValueError(f"jitter must be between 0 and 0.3, got {jitter}")
     repetitions = KERNEL.param("repetitions").check(repetitions, KERNEL.slug)
     rank, size = comm.Get_rank(), comm.Get_size()
-    rng = np.random.default_rng([int(seed), rank])
+    rng = np.random.default_rng(int(seed))
     out = np.zeros((len(SYNTHETIC_METRICS), repetitions))
     for r in range(repetitions):
         noise = 1.0 + jitter * rng.standard_normal(2)
+        asked = (serial_fraction * work * noise[0],
+                 (1.0 - serial_fraction) * work / size * noise[1])
         _wait_quietly(comm)
-        serial = _sleep(serial_fraction * work * noise[0]) if rank == 0 else 0.0
+        serial = _sleep(asked[0]) if rank == 0 else 0.0
         _wait_quietly(comm)
-        mine = _sleep((1.0 - serial_fraction) * work / size * noise[1])
+        mine = _sleep(asked[1])
         _wait_quietly(comm)
         serial = comm.bcast(serial, root=0)
         parallel = comm.allreduce(mine, op=_max())
-        out[:, r] = serial, parallel, serial + parallel
+        out[:, r] = serial, parallel, serial + parallel, max(asked[0], 0.0) + max(asked[1], 0.0)
     return out
 
 

@@ -47,7 +47,7 @@ KERNEL = Kernel(
         # simulated: the shape and rank counts on a simulated cluster (hpclab.simulate)
         "quick": {"shapes": [[48, 20, 20], [24, 40, 20]], "weak": [24, 20, 20],
                   "compare": ["none", "3d"], "repetitions": 2,
-                  "synthetic": {"s": 0.3, "work": 0.1, "procs": 4, "jitter": 0.03,
+                  "synthetic": {"s": 0.3, "work": 0.2, "procs": 4, "jitter": 0.03,
                                 "repetitions": 3, "seed": 1},
                   "check_upto": 4, "timeout": 60,
                   "simulated": {"shape": [48, 20, 20], "ranks": [1, 2, 4, 12, 24, 48]}},
