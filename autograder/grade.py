@@ -248,6 +248,7 @@ def grade(names, timeout=None, course=None, students=None, force=False):
         print(f"gradebook backed up to {saved}")
     status = load_status(course)
     failures = []
+    plans = {}
     for name in names:
         found = sorted(p.parent.name for p in submitted.glob(f"*/{name}") if p.is_dir())
         if students:
@@ -264,12 +265,15 @@ def grade(names, timeout=None, course=None, students=None, force=False):
                       "(--force grades again)")
             else:
                 todo[student] = digest
-        if not todo:
-            continue
+        if todo:
+            plans[name] = todo
+    if plans:
         with tempfile.TemporaryDirectory() as tmp:
-            # record the assignment in the gradebook without touching labs/
-            course.nbgrader("generate_assignment", name, "--force",
-                            f"--CourseDirectory.release_directory={tmp}")
+            # record the assignments in the gradebook without touching labs/; one nbgrader
+            # start-up for all of them ("*": every lab of the source folder)
+            course.nbgrader("generate_assignment", next(iter(plans)) if len(plans) == 1
+                            else "*", "--force", f"--CourseDirectory.release_directory={tmp}")
+    for name, todo in plans.items():
         budget = timeout or submission_budget(name)
         secret = hidden_lines(next((course.source_dir / name).glob("*.ipynb")))
         _grade_lab(course, name, todo, budget, secret, status, failures)

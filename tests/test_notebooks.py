@@ -53,12 +53,20 @@ def test_every_chapter_has_a_lab():
         assert (ROOT / "labs" / lab / f"{lab}.ipynb").exists(), f"labs/{lab} missing: make release"
 
 
-@pytest.mark.parametrize("lab", LABS)
-def test_labs_equal_a_fresh_generate_assignment(lab, tmp_path):
-    subprocess.run([str(Path(sys.executable).with_name("nbgrader")), "generate_assignment", lab,
-                    "--force", f"--CourseDirectory.release_directory={tmp_path}",
-                    f"--CourseDirectory.db_url=sqlite:///{tmp_path / 'gb.db'}"],
+@pytest.fixture(scope="module")
+def fresh_release(tmp_path_factory):
+    """Every lab generated afresh from solutions/, in one nbgrader run ("*")."""
+    out = tmp_path_factory.mktemp("release")
+    subprocess.run([str(Path(sys.executable).with_name("nbgrader")), "generate_assignment", "*",
+                    "--force", f"--CourseDirectory.release_directory={out}",
+                    f"--CourseDirectory.db_url=sqlite:///{out / 'gb.db'}"],
                    cwd=AUTOGRADER, check=True, capture_output=True, timeout=300)
+    return out
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_labs_equal_a_fresh_generate_assignment(lab, fresh_release):
+    tmp_path = fresh_release
     fresh = sorted(p.relative_to(tmp_path / lab) for p in (tmp_path / lab).rglob("*") if p.is_file())
     committed = sorted(p.relative_to(ROOT / "labs" / lab)
                        for p in (ROOT / "labs" / lab).rglob("*") if p.is_file())
