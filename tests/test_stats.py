@@ -34,3 +34,24 @@ def test_said_gives_the_words_or_says_why_there_are_none():
     assert stats.said([2.0, 2.1, 1.9], [1.0, 1.05, 0.95], ("a", "b")).startswith("a took 2.00")
     assert "moved" in stats.said([2.0, 2.1], [1.0, 1.1], ("a", "b"), "bandwidth", verb="moved")
     assert stats.said([1.0], [2.0, 3.0], ("a", "b")).startswith("a and b cannot be compared")
+
+
+def test_two_runs_each_give_an_interval_wider_than_their_own_range():
+    """A bootstrap of two values cannot reach beyond them; the t interval on the logs can,
+    and with one degree of freedom or so it must be wide."""
+    a, b = [1.23, 1.25], [1.00, 1.01]
+    c = stats.compare(a, b)
+    assert c.ratio == pytest.approx(1.24 / 1.005)
+    assert c.low < min(a) / max(b) and c.high > max(a) / min(b), c
+    med, low, high = stats.median_interval([2.0, 2.1])
+    assert med == pytest.approx(2.05) and low < 1.9 and high > 2.2
+    many = stats.compare(1.24 + 0.01 * np.sin(np.arange(9)), 1.005 + 0.005 * np.cos(np.arange(9)))
+    assert many.high - many.low < c.high - c.low  # nine runs each: the bootstrap, narrower
+
+
+def test_identical_repetitions_have_no_interval():
+    with pytest.raises(ValueError, match="all identical"):
+        stats.compare([1.0, 1.0], [2.0, 2.0])
+    with pytest.raises(ValueError, match="all identical"):
+        stats.median_interval([3.0] * 6)
+    assert "all identical" in stats.said([1.0, 1.0, 1.0], [2.0, 2.0, 2.0], ("a", "b"))

@@ -1,8 +1,16 @@
 """Comparisons a page may put into words only when the measurements support them.
 
 :func:`compare` returns the ratio of two sets of repeated measurements (medians) with a
-95% bootstrap interval, and the sentence that interval allows: a difference is claimed
-only when the interval excludes 1.
+95% interval, and the sentence that interval allows: a difference is claimed only when the
+interval excludes 1.
+
+The interval is a percentile bootstrap when every sample has at least
+:data:`MIN_BOOTSTRAP` values. With fewer, a bootstrap cannot reach beyond the values that
+were measured (two runs give at most their own range, however far apart the truth may be),
+so the interval is Student's t on the logarithms instead (Welch's for two samples), around
+the same ratio of medians: with two runs each it is wide, as it should be. Repetitions that
+are all identical carry no estimate of their scatter; a ValueError says so rather than
+print an interval of zero width.
 """
 from __future__ import annotations
 
@@ -12,6 +20,7 @@ import numpy as np
 
 BOOTSTRAP = 4000
 CONFIDENCE = 0.95
+MIN_BOOTSTRAP = 5  # values per sample below which the t interval on the logs is used
 
 
 @dataclass(frozen=True)
@@ -42,26 +51,52 @@ class Comparison:
         return f"{self.a} {verb} {self.ratio:.2f} times the {quantity} of {self.b} ({interval})"
 
 
+def _sample(values):
+    v = np.asarray(values, dtype=float).ravel()
+    if not (np.all(np.isfinite(v)) and np.all(v > 0)):
+        raise ValueError("measurements must be positive and finite")
+    return v
+
+
+def _log_t_half_width(*samples):
+    """Half-width of the 95% t interval of the difference of the samples' mean logs (of
+    the one sample's mean log), Welch's degrees of freedom."""
+    from scipy import stats as sps
+
+    parts = [np.var(np.log(v), ddof=1) / v.size for v in samples]
+    se2 = float(sum(parts))
+    if se2 == 0.0:
+        raise ValueError("the repeated measurements are all identical, so their scatter "
+                         "cannot be estimated: repeat with more runs or a finer timer")
+    dof = se2 ** 2 / sum(p ** 2 / (v.size - 1) for p, v in zip(parts, samples))
+    return float(sps.t.ppf(0.5 + CONFIDENCE / 2, dof)) * np.sqrt(se2)
+
+
 def compare(a, b, names=("a", "b"), seed=0):
-    """Ratio of the medians of two samples with a percentile-bootstrap interval.
+    """Ratio of the medians of two samples with its 95% interval: percentile bootstrap when
+    both have at least :data:`MIN_BOOTSTRAP` values, else Welch's t on the logarithms.
 
     At least two values per sample are needed; with fewer the interval would be a guess,
-    and a ValueError says so.
+    and a ValueError says so (as it does for samples with no scatter at all).
     """
-    a = np.asarray(a, dtype=float).ravel()
-    b = np.asarray(b, dtype=float).ravel()
+    a, b = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
     if a.size < 2 or b.size < 2:
         raise ValueError(f"a comparison needs at least 2 measurements of each, got {a.size} "
                          f"and {b.size}")
-    if np.any(a <= 0) or np.any(b <= 0) or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        raise ValueError("measurements must be positive and finite")
-    rng = np.random.default_rng(seed)
-    ra = np.median(rng.choice(a, (BOOTSTRAP, a.size)), axis=1)
-    rb = np.median(rng.choice(b, (BOOTSTRAP, b.size)), axis=1)
-    tail = (1 - CONFIDENCE) / 2 * 100
-    low, high = np.percentile(ra / rb, [tail, 100 - tail])
-    return Comparison(float(np.median(a) / np.median(b)), float(low), float(high), a.size,
-                      b.size, *names)
+    a, b = _sample(a), _sample(b)
+    ratio = float(np.median(a) / np.median(b))
+    if np.ptp(a) == 0 and np.ptp(b) == 0:
+        _log_t_half_width(a, b)  # raises: no scatter to build an interval from
+    if min(a.size, b.size) < MIN_BOOTSTRAP:
+        h = _log_t_half_width(a, b)
+        low, high = ratio * np.exp(-h), ratio * np.exp(h)
+    else:
+        rng = np.random.default_rng(seed)
+        ra = np.median(rng.choice(a, (BOOTSTRAP, a.size)), axis=1)
+        rb = np.median(rng.choice(b, (BOOTSTRAP, b.size)), axis=1)
+        tail = (1 - CONFIDENCE) / 2 * 100
+        low, high = np.percentile(ra / rb, [tail, 100 - tail])
+    return Comparison(ratio, float(low), float(high), a.size, b.size, *names)
 
 
 def said(a, b, names, quantity="time", verb="took"):
@@ -74,13 +109,19 @@ def said(a, b, names, quantity="time", verb="took"):
 
 
 def median_interval(values, seed=0):
-    """(median, low, high): the median of repeated measurements with its 95% percentile-
-    bootstrap interval. At least two values are needed."""
+    """(median, low, high): the median of repeated measurements with its 95% interval,
+    percentile bootstrap from :data:`MIN_BOOTSTRAP` values on, t on the logarithms below.
+    At least two values, not all identical, are needed."""
     v = np.asarray(values, dtype=float).ravel()
     if v.size < 2:
         raise ValueError(f"an interval needs at least 2 measurements, got {v.size}")
+    v = _sample(v)
+    med = float(np.median(v))
+    if v.size < MIN_BOOTSTRAP or np.ptp(v) == 0:
+        h = _log_t_half_width(v)
+        return med, med * float(np.exp(-h)), med * float(np.exp(h))
     rng = np.random.default_rng(seed)
     boot = np.median(rng.choice(v, (BOOTSTRAP, v.size)), axis=1)
     tail = (1 - CONFIDENCE) / 2 * 100
     low, high = np.percentile(boot, [tail, 100 - tail])
-    return float(np.median(v)), float(low), float(high)
+    return med, float(low), float(high)

@@ -160,11 +160,11 @@ def predict(df, lam, bandwidth, stream_gbs, bytes_per_update=None):
     for row in w.itertuples():
         s = t[(t["L"] == row.L) & (t["decomposition"] == row.decomposition)
               & (t["nprocs"] == row.nprocs)]["value"].to_numpy(float)
-        if s.size >= 2:  # MLUP/s falls as the sweep time rises: the interval swaps ends
+        try:  # MLUP/s falls as the sweep time rises: the interval swaps ends
             _, fast, slow = stats.median_interval(s)
             lows.append(row.points / slow / 1e6 / row.predicted)
             highs.append(row.points / fast / 1e6 / row.predicted)
-        else:
+        except ValueError:  # fewer than two runs, or no scatter at all
             lows.append(np.nan)
             highs.append(np.nan)
     w["ratio_low"], w["ratio_high"] = lows, highs
@@ -276,7 +276,7 @@ def implementation_table(df):
 
 
 def _halo_interval(halo_big, bandwidth):
-    """The 95% bootstrap interval of the median halo bandwidth (GB/s) and of its ratio to
+    """The 95% interval of the median halo bandwidth (GB/s) and of its ratio to
     PingPong's fitted B (taken as exact); NaN with fewer than two runs."""
     from hpclab import stats
 

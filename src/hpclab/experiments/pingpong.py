@@ -133,7 +133,7 @@ def small_message_latency(df, max_bytes=8):
 
 def small_message_interval(df, impl="c", max_bytes=8):
     """(median, low, high) in µs: the one-way time of messages of at most max_bytes, with
-    the 95% bootstrap interval of the median of every repetition."""
+    the 95% interval of the median of every repetition."""
     from hpclab import stats as hstats
 
     t = records.table(df)

@@ -480,7 +480,7 @@ def numbers(df, fits_table, pp, orfeo, node):
 
 def _step_ratio_interval(df, pmax):
     """(ratio, low, high): ordered synchronous over irecv, C, 4 B, at P = pmax, medians of the
-    repetitions with the bootstrap interval of :func:`hpclab.stats.compare` (NaN when a
+    repetitions with the 95% interval of :func:`hpclab.stats.compare` (NaN when a
     variant has fewer than two)."""
     from hpclab import stats as hstats
 
@@ -495,7 +495,7 @@ def _step_ratio_interval(df, pmax):
 def _per_step_over(df, pmax, reference, tag):
     """The time per step at P = pmax (C, 4 B) of the irecv and the ordered synchronous ring
     over a reference time taken as exact: ``{variant}_over_{tag}`` with ``_lo``/``_hi``, the
-    95% bootstrap interval of the median of the repetitions."""
+    95% interval of the median of the repetitions."""
     from hpclab import stats as hstats
 
     out = {}
