@@ -445,7 +445,8 @@ def _phase_words(df, shape, metric, impls, nprocs):
 
     a, b = (_reps(df, "strong", i, "none", shape, nprocs)[metric] for i in impls)
     names = {"c": "C", "cython": "Cython", "python": "mpi4py + numpy"}
-    return stats.compare(a, b, names=tuple(f"the {names[i]} addition" for i in impls)).words()
+    phase = {"create": "creation of the values", "add": "addition"}.get(metric, metric)
+    return stats.said(a, b, tuple(f"the {names[i]} {phase}" for i in impls))
 
 
 def _total_words(df, shape):
@@ -513,6 +514,7 @@ def numbers(run, roof, orfeo_topo, orfeo_ref):
         g_words = "on this machine the grown problem scales as Gustafson's law says"
     return {
         "impl_add_words": _phase_words(df, shape, "add", ("python", "c"), 1),
+        "impl_create_words": _phase_words(df, shape, "create", ("python", "c"), 1),
         "dist_growth_words": _growth_words(df, shape, pmax),
         "roof_words": roof_words, "g_words": g_words,
         "shape": shape, "pmax": pmax, "s": s["s"], "s_low": max(s["low"], 0.0),
