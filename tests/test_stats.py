@@ -55,3 +55,11 @@ def test_identical_repetitions_have_no_interval():
     with pytest.raises(ValueError, match="all identical"):
         stats.median_interval([3.0] * 6)
     assert "all identical" in stats.said([1.0, 1.0, 1.0], [2.0, 2.0, 2.0], ("a", "b"))
+
+
+def test_an_estimate_whose_interval_reaches_zero_says_so():
+    ok = stats.estimate_words(8.59, 4.1, 13.08, "GB/s", "bandwidth")
+    assert ok == "8.59 GB/s (95% interval 4.10 to 13.08 GB/s)"
+    bad = stats.estimate_words(8.59, -18.86, 36.04, "GB/s", "bandwidth")
+    assert bad.startswith("8.59 GB/s (95% interval -18.86 to 36.04 GB/s): the interval reaches")
+    assert "which no bandwidth can be" in bad

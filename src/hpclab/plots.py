@@ -26,10 +26,10 @@ from hpclab import models
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000"]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
 DASHES = ["-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (3, 1)), (0, (1, 1))]
-RC = {"font.size": 11, "axes.titlesize": 11, "axes.labelsize": 11, "legend.fontsize": 9,
-      "xtick.labelsize": 10, "ytick.labelsize": 10, "lines.markersize": 5,
+RC = {"font.size": 12, "axes.titlesize": 12, "axes.labelsize": 12, "legend.fontsize": 10,
+      "xtick.labelsize": 11, "ytick.labelsize": 11, "lines.markersize": 5,
       "axes.grid": True, "grid.alpha": 0.3, "figure.dpi": 100}
-WIDTH, HEIGHT = 5.6, 3.8  # inches: legible when shown 400 px wide
+WIDTH, HEIGHT = 5.6, 3.8  # inches: at 100 dpi, tick labels stay above 9 px on a 400 px phone
 
 IMPL_NAMES = {"c": "C", "cython": "Cython", "python": "mpi4py buffers",
               "pickle": "mpi4py pickle"}
@@ -302,7 +302,7 @@ def model_lines(x, lines, ax=None, xlabel="", ylabel="", title=None, marks=()):
     for pos, text in marks:
         ax.axvline(pos, color="0.5", ls=":")
         ax.annotate(text, (pos, 1), xycoords=("data", "axes fraction"), xytext=(3, -12),
-                    textcoords="offset points", fontsize=9, color="0.3")
+                    textcoords="offset points", fontsize=10, color="0.3")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     return _finish(ax, title)
@@ -345,7 +345,7 @@ def roofline(roofs, kernels=None, ax=None, title=None, intensity=(1e-2, 1e2)):
         if i_k > 0:
             ax.axvline(i_k, color="0.6", ls=":")
             ax.annotate(name, (i_k, 0.02), xycoords=("data", "axes fraction"),
-                        xytext=(3, 0), textcoords="offset points", fontsize=9, color="0.3")
+                        xytext=(3, 0), textcoords="offset points", fontsize=10, color="0.3")
     ax.set_xlabel("arithmetic intensity [flop/byte]")
     ax.set_ylabel("attainable [GFLOP/s]")
     return _finish(ax, title)
@@ -412,8 +412,8 @@ def ring_diagram(P=6, ax=None):
                                     connectionstyle="arc3,rad=0.25"))
         ax.add_patch(plt.Circle((x[r], y[r]), 0.16, color="0.92", ec="0.3"))
         ax.text(x[r], y[r], str(r), ha="center", va="center", fontsize=12)
-    ax.text(0, 0.08, "to the right (solid): −r, +rank", ha="center", color=right, fontsize=9)
-    ax.text(0, -0.1, "to the left (dashed): +r, −rank", ha="center", color=left, fontsize=9)
+    ax.text(0, 0.08, "to the right (solid): −r, +rank", ha="center", color=right, fontsize=10)
+    ax.text(0, -0.1, "to the left (dashed): +r, −rank", ha="center", color=left, fontsize=10)
     ax.set_xlim(-1.45, 1.45)
     ax.set_ylim(-1.45, 1.45)
     ax.set_aspect("equal")
@@ -466,11 +466,11 @@ def simulated_vs_published(steps, published, marks=(), ax=None, xlabel="", ylabe
     for pos, text in marks:
         ax.axvline(pos, color="0.5", ls=":")
         ax.annotate(text, (pos, 0), xycoords=("data", "axes fraction"), xytext=(3, 4),
-                    textcoords="offset points", fontsize=9, color="0.3", rotation=90)
+                    textcoords="offset points", fontsize=10, color="0.3", rotation=90)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
     if title:
         ax.set_title(title)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, fontsize=9)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, fontsize=10)
     return ax

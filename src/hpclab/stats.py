@@ -125,3 +125,16 @@ def median_interval(values, seed=0):
     tail = (1 - CONFIDENCE) / 2 * 100
     low, high = np.percentile(boot, [tail, 100 - tail])
     return med, float(low), float(high)
+
+
+def estimate_words(value, low, high, unit, quantity, digits=2, points=None):
+    """'8.59 GB/s (95% interval 4.10 to 13.08 GB/s)' for a quantity that cannot be zero or
+    negative (a latency, a bandwidth), and, when the interval reaches zero or below, the
+    words that say the data do not determine it instead of showing the bound silently."""
+    extra = f", {points}" if points else ""
+    text = (f"{value:.{digits}f} {unit} (95% interval {low:.{digits}f} to {high:.{digits}f} "
+            f"{unit}{extra})")
+    if low <= 0:
+        text += (f": the interval reaches zero or below, which no {quantity} can be, so these "
+                 f"points do not determine it")
+    return text
