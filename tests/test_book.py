@@ -60,6 +60,29 @@ def test_no_solution_or_hidden_test_text_in_the_build(book):
                 assert marker not in text, f"{marker} in {path}"
 
 
+def _page_text(path):
+    """The words a reader sees on a built page: no scripts, styles or tags."""
+    import html as html_lib
+    import re
+
+    text = re.sub(r"<script.*?</script>|<style.*?</style>", "", path.read_text(), flags=re.S)
+    return re.sub(r"\s+", " ", html_lib.unescape(re.sub(r"<[^>]+>", " ", text)))
+
+
+def test_no_page_quotes_an_interval_below_zero_without_saying_what_it_means(book):
+    """An interval reaching below zero (of a latency, a bandwidth, a ratio) is flagged in
+    the same sentence, never shown silently."""
+    import re
+
+    html, _ = book
+    for path in sorted((html / "book").rglob("*.html")):
+        text = _page_text(path)
+        for m in re.finditer(r"interval\s+[-\u2212]\d", text):
+            sentence = re.split(r"\.\s+[A-Z]", text[m.start():], maxsplit=1)[0]
+            assert re.search(r"zero or below|below 0|do not determine|cannot", sentence), \
+                f"{path.relative_to(html)}: {sentence[:200]}"
+
+
 def _code_and_prose(text):
     """(code lines, prose lines) of a page, blank lines not counted: the lines inside code
     cells, and those outside any fenced block (front matter, the options of directives

@@ -419,6 +419,8 @@ def numbers(df, fits_table, pp, orfeo, node):
     """Every number the chapter's text quotes, computed (name -> value)."""
     from scipy import stats
 
+    from hpclab import stats as hstats
+
     lam = fits_table.set_index(["impl", "variant"])["lambda"]
     s = summary(df)
     small = s[s["nbytes"] == 4]
@@ -457,7 +459,11 @@ def numbers(df, fits_table, pp, orfeo, node):
                                 & (small["variant"] == "irecv")]["median"].iloc[0]) * 1e6,
         "p1_irecv": one["irecv"] * 1e6, "p1_share": one["irecv"] / lam[("c", "irecv")],
         "pmax": pmax, "h_lam": hockney["lambda"] * 1e6, "h_B": hockney["B"] / 1e9,
-        "h_B_lo": hockney.ci95["B"][0] / 1e9, "h_B_hi": hockney.ci95["B"][1] / 1e9,
+        "h_lam_words": hstats.estimate_words(
+            hockney["lambda"] * 1e6, hockney.ci95["lambda"][0] * 1e6,
+            hockney.ci95["lambda"][1] * 1e6, "µs", "latency"),
+        "h_B_words": hstats.estimate_words(hockney["B"] / 1e9, hockney.ci95["B"][0] / 1e9,
+                                           hockney.ci95["B"][1] / 1e9, "GB/s", "bandwidth"),
         "big_kib": nmax / 1024,
         "send_skipped": (", ".join(f"{m:,}" for m in missing) + " bytes") if missing
         else "no size",
