@@ -268,11 +268,14 @@ def grade(names, timeout=None, course=None, students=None, force=False):
         if todo:
             plans[name] = todo
     if plans:
+        # record the assignments in the gradebook without touching labs/: one nbgrader run
+        # ("*") when every lab of the source folder is graded, else one per lab, so that a
+        # lab nobody was graded on yet stays out of the gradebook and the exports
+        every = {p.name for p in course.source_dir.iterdir() if list(p.glob("*.ipynb"))}
         with tempfile.TemporaryDirectory() as tmp:
-            # record the assignments in the gradebook without touching labs/; one nbgrader
-            # start-up for all of them ("*": every lab of the source folder)
-            course.nbgrader("generate_assignment", next(iter(plans)) if len(plans) == 1
-                            else "*", "--force", f"--CourseDirectory.release_directory={tmp}")
+            for which in (["*"] if len(plans) > 1 and set(plans) == every else plans):
+                course.nbgrader("generate_assignment", which, "--force",
+                                f"--CourseDirectory.release_directory={tmp}")
     for name, todo in plans.items():
         budget = timeout or submission_budget(name)
         secret = hidden_lines(next((course.source_dir / name).glob("*.ipynb")))

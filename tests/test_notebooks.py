@@ -238,20 +238,26 @@ def test_a_feedback_failure_is_reported_not_ignored(tmp_path, capsys):
     sys.path.insert(0, str(AUTOGRADER))
     import grade
 
-    lab = LABS[0]
-    (tmp_path / "submitted" / "dora" / lab).mkdir(parents=True)
-    calls = []
+    lab, other = LABS[0], LABS[1]
+    for name in (lab, other):
+        (tmp_path / "submitted" / "dora" / name).mkdir(parents=True)
+    calls, generated = [], []
 
     class FakeCourse(grade.Course):
         def nbgrader(self, *args, timeout=None, env=None, check=True):
-            calls.append((args[0], timeout))
+            if args[1] == lab:
+                calls.append((args[0], timeout))
+            if args[0] == "generate_assignment":
+                generated.append(args[1])
             if args[0] == "autograde":  # as the sandbox reports a finished run
                 (Path(env["HPCLAB_GRADE_STATUS"]) / "dora.json").write_text(json.dumps(
                     {"status": "finished", "reason": "", "isolation": "bwrap", "seconds": 1}))
             return sp.CompletedProcess(args, 1 if args[0] == "generate_feedback" else 0,
                                        "feedback broke here")
 
-    assert grade.grade([lab], course=FakeCourse(tmp_path)) == 1
+    assert grade.grade([lab, other], course=FakeCourse(tmp_path)) == 1
+    # two of the labs graded: only those two enter the gradebook, not "*" (every lab)
+    assert sorted(generated) == sorted([lab, other])
     out = capsys.readouterr().out
     assert f"dora/{lab} was graded, but its feedback could not be written" in out
     assert "feedback broke here" in out
