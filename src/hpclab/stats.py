@@ -58,6 +58,10 @@ def _sample(values):
     return v
 
 
+NO_SCATTER = ("the repeated measurements are all identical, so their scatter cannot be "
+              "estimated: repeat with more runs or a finer timer")
+
+
 def _log_t_half_width(*samples):
     """Half-width of the 95% t interval of the difference of the samples' mean logs (of
     the one sample's mean log), Welch's degrees of freedom."""
@@ -66,10 +70,20 @@ def _log_t_half_width(*samples):
     parts = [np.var(np.log(v), ddof=1) / v.size for v in samples]
     se2 = float(sum(parts))
     if se2 == 0.0:
-        raise ValueError("the repeated measurements are all identical, so their scatter "
-                         "cannot be estimated: repeat with more runs or a finer timer")
+        raise ValueError(NO_SCATTER)
     dof = se2 ** 2 / sum(p ** 2 / (v.size - 1) for p, v in zip(parts, samples))
     return float(sps.t.ppf(0.5 + CONFIDENCE / 2, dof)) * np.sqrt(se2)
+
+
+def _boot_medians(v, rng):
+    return np.median(rng.choice(v, (BOOTSTRAP, v.size)), axis=1)
+
+
+def _percentiles(boot):
+    """The central 95% of bootstrap values, (low, high)."""
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(boot, [tail, 100 - tail])
+    return float(low), float(high)
 
 
 def compare(a, b, names=("a", "b"), seed=0):
@@ -86,16 +100,13 @@ def compare(a, b, names=("a", "b"), seed=0):
     a, b = _sample(a), _sample(b)
     ratio = float(np.median(a) / np.median(b))
     if np.ptp(a) == 0 and np.ptp(b) == 0:
-        _log_t_half_width(a, b)  # raises: no scatter to build an interval from
+        raise ValueError(NO_SCATTER)
     if min(a.size, b.size) < MIN_BOOTSTRAP:
         h = _log_t_half_width(a, b)
         low, high = ratio * np.exp(-h), ratio * np.exp(h)
     else:
         rng = np.random.default_rng(seed)
-        ra = np.median(rng.choice(a, (BOOTSTRAP, a.size)), axis=1)
-        rb = np.median(rng.choice(b, (BOOTSTRAP, b.size)), axis=1)
-        tail = (1 - CONFIDENCE) / 2 * 100
-        low, high = np.percentile(ra / rb, [tail, 100 - tail])
+        low, high = _percentiles(_boot_medians(a, rng) / _boot_medians(b, rng))
     return Comparison(ratio, float(low), float(high), a.size, b.size, *names)
 
 
@@ -120,21 +131,20 @@ def median_interval(values, seed=0):
     if v.size < MIN_BOOTSTRAP or np.ptp(v) == 0:
         h = _log_t_half_width(v)
         return med, med * float(np.exp(-h)), med * float(np.exp(h))
-    rng = np.random.default_rng(seed)
-    boot = np.median(rng.choice(v, (BOOTSTRAP, v.size)), axis=1)
-    tail = (1 - CONFIDENCE) / 2 * 100
-    low, high = np.percentile(boot, [tail, 100 - tail])
-    return med, float(low), float(high)
+    return (med, *_percentiles(_boot_medians(v, np.random.default_rng(seed))))
 
 
-def estimate_words(value, low, high, unit, quantity, digits=2, points=None):
+def estimate_words(value, low, high, unit, quantity, digits=2, points=None, name="it",
+                   value_unit=None):
     """'8.59 GB/s (95% interval 4.10 to 13.08 GB/s)' for a quantity that cannot be zero or
     negative (a latency, a bandwidth), and, when the interval reaches zero or below, the
-    words that say the data do not determine it instead of showing the bound silently."""
+    words that say the data do not determine it (``name``) instead of showing the bound
+    silently. ``points`` is added inside the brackets ('2 values of P'); ``value_unit``
+    replaces the unit after the value ('µs per step')."""
     extra = f", {points}" if points else ""
-    text = (f"{value:.{digits}f} {unit} (95% interval {low:.{digits}f} to {high:.{digits}f} "
-            f"{unit}{extra})")
+    text = (f"{value:.{digits}f} {value_unit or unit} (95% interval {low:.{digits}f} to "
+            f"{high:.{digits}f} {unit}{extra})")
     if low <= 0:
         text += (f": the interval reaches zero or below, which no {quantity} can be, so these "
-                 f"points do not determine it")
+                 f"points do not determine {name}")
     return text

@@ -406,13 +406,11 @@ def lambda_words(fits_table, impl, variant):
     row = fits_table.set_index(["impl", "variant"]).loc[(impl, variant)]
     if not np.isfinite(row["lambda"]):
         return f"no fitted λ ({row['note']})"
-    lo, hi = row["lambda_low"] * 1e6, row["lambda_high"] * 1e6
-    text = (f"λ = {row['lambda'] * 1e6:.2f} µs per step (95% interval {lo:.2f} to {hi:.2f} µs, "
-            f"{int(row['points'])} values of P)")
-    if lo <= 0:
-        text += (": the interval reaches zero or below, which no latency can be, so these "
-                 "points do not determine λ")
-    return text
+    from hpclab import stats as hstats
+
+    return "λ = " + hstats.estimate_words(
+        row["lambda"] * 1e6, row["lambda_low"] * 1e6, row["lambda_high"] * 1e6, "µs", "latency",
+        points=f"{int(row['points'])} values of P", name="λ", value_unit="µs per step")
 
 
 def numbers(df, fits_table, pp, orfeo, node):
