@@ -465,7 +465,7 @@ def _growth_words(df, shape, pmax):
     many = _reps(df, "strong", "c", "none", shape, pmax)
     comm = lambda w: w["distribute"] + w["collect"]  # noqa: E731
     return stats.said(comm(many), comm(one),
-                      (f"distributing and collecting on {pmax} ranks", "on one rank"))
+                      (f"distributing and collecting on {pmax} ranks", "the same on one rank"))
 
 
 def numbers(run, roof, orfeo_topo, orfeo_ref):
