@@ -41,7 +41,12 @@ help:
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml setup.py $(KERNEL_SOURCES)
+# the kernels' target CPU (HPCLAB_MARCH, see README): a change rebuilds them
+MARCH_FILE := $(VENV)/.hpclab-march
+$(shell mkdir -p $(VENV) && { test -f $(MARCH_FILE) && [ "$$(cat $(MARCH_FILE))" = "$(HPCLAB_MARCH)" ] \
+  || echo "$(HPCLAB_MARCH)" > $(MARCH_FILE); })
+
+$(STAMP): pyproject.toml setup.py $(KERNEL_SOURCES) $(MARCH_FILE)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
 	  { echo "hpclab needs Python >= 3.10; $(PYTHON) is $$($(PYTHON) --version)."; \
 	    echo "Run with PYTHON=/path/to/python3.x"; exit 1; }
@@ -53,7 +58,16 @@ $(STAMP): pyproject.toml setup.py $(KERNEL_SOURCES)
 	$(BIN)/python -c "from hpclab.kernels.registry import import_all; import_all()"
 	@touch $@
 
+# Jupyter Book's execution cache knows a page's code cells only: when the package, the
+# reference data or the profile change, the pages must run again rather than show what the
+# previous code computed
+BOOK_KEY = $$( { echo $(PROFILE); git ls-files -z src/hpclab book/data/reference book/_ext \
+  | xargs -0 cat 2>/dev/null; } | sha256sum | cut -c1-16)
+
 book: $(STAMP)
+	@key=$(BOOK_KEY); if [ "$$(cat _build/.hpclab-book-key 2>/dev/null)" != "$$key" ]; then \
+	  rm -rf _build/.jupyter_cache; mkdir -p _build; echo "$$key" > _build/.hpclab-book-key; \
+	  echo "package, data or profile changed: every page runs again"; fi
 	HPCLAB_PROFILE=$(PROFILE) $(BIN)/jupyter-book build --all -W -n --keep-going .
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 

@@ -23,10 +23,25 @@ KERNELS_DIR = Path("src/hpclab/kernels")
 COMMON = KERNELS_DIR / "common"
 CFLAGS = ["-O3"]
 OPENMP_FLAG = "-fopenmp"
+# a kernel that declares -march=native is compiled for the instruction set of the CPU that
+# builds it; HPCLAB_MARCH names another (x86-64-v3, say, for the oldest node of a cluster
+# whose login node is newer than its compute nodes), and "none" keeps the compiler's default
+MARCH_ENV = "HPCLAB_MARCH"
+
+
+def march_flag(flag):
+    """A declared -march=native with $HPCLAB_MARCH applied: the flag to try, or None."""
+    if not flag.startswith("-march="):
+        return flag
+    chosen = os.environ.get(MARCH_ENV, "").strip()
+    if chosen.lower() == "none":
+        return None
+    return f"-march={chosen}" if chosen else flag
 
 
 sys.path.insert(0, str(HERE / "src"))
-from hpclab.kernels.registry import kernels as _declared  # noqa: E402  (pure Python)
+from hpclab.kernels import cpu_isa  # noqa: E402  (pure Python, as is the registry)
+from hpclab.kernels.registry import kernels as _declared  # noqa: E402
 
 DECLARED = _declared()
 # per-kernel flags, used when the compiler accepts them (recorded in build_info.json)
@@ -114,7 +129,10 @@ class MPIBuildExt(build_ext):
             if ext.name in OPENMP_EXTENSIONS:
                 ext.extra_compile_args.append(OPENMP_FLAG)
                 ext.extra_link_args.append(OPENMP_FLAG)
-            for flag in KERNEL_FLAGS.get(slug, []):
+            for declared in KERNEL_FLAGS.get(slug, []):
+                flag = march_flag(declared)
+                if flag is None:
+                    continue
                 ok, _ = try_compile([mpicc], "int main(void) { return 0; }\n", [flag, "-Werror"])
                 self.kernel_flags.setdefault(slug, {})[flag] = ok
                 if ok:
@@ -126,6 +144,8 @@ class MPIBuildExt(build_ext):
         info = {"mpicc": mpicc, "mpicc_show": show_flags(mpicc), "cflags": CFLAGS,
                 "openmp_flag": OPENMP_FLAG, "kernel_flags": self.kernel_flags,
                 "openmp_kernels": sorted(s for s, k in DECLARED.items() if k.openmp),
+                # what a kernel built with -march=native may use, checked when it is loaded
+                "cpu_isa": sorted(cpu_isa() or ()),
                 "python": sys.version.split()[0]}
         # the source tree (editable installs import from it) and the build tree
         for root in {HERE / "src", Path(self.build_lib)}:

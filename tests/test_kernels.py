@@ -94,3 +94,31 @@ def test_build_mismatch_is_explained(monkeypatch):
     with pytest.raises(k.BuildMismatchError,
                        match=f"compiled against {re.escape(built)}.*loaded {name}"):
         k.check_mpi_match()
+
+
+def test_a_kernel_built_for_a_newer_cpu_refuses_to_load_and_says_how_to_rebuild():
+    """-march=native on a login node, run on an older compute node: a clear error, not an
+    illegal instruction."""
+    import hpclab.kernels as k
+
+    info = {"kernel_flags": {"k": {"-march=native": True}},
+            "cpu_isa": ["avx", "avx2", "avx512f", "fma", "sse2"]}
+    with pytest.raises(k.BuildMismatchError, match=r"avx512f; this CPU does not.*HPCLAB_MARCH"):
+        k.check_isa_match("k", info, here={"avx", "avx2", "fma", "sse2"})
+    k.check_isa_match("k", info, here={"avx", "avx2", "avx512f", "fma", "sse2", "sse3"})
+    # built for a named target, or without the flag: nothing recorded to compare
+    named = {**info, "kernel_flags": {"k": {"-march=x86-64-v2": True}}}
+    k.check_isa_match("k", named, here={"sse2"})
+    k.check_isa_match("k", {**info, "kernel_flags": {}}, here={"sse2"})
+
+
+def test_this_build_recorded_the_cpu_it_was_compiled_for():
+    import hpclab.kernels as k
+
+    info = k.build_info()
+    assert "cpu_isa" in info
+    here = k.cpu_isa()
+    if here is not None:  # (Linux) the build machine is this one
+        assert set(info["cpu_isa"]) == here
+        for slug in info["kernel_flags"]:
+            k.check_isa_match(slug)

@@ -100,3 +100,49 @@ def test_make_lab_starts_jupyterlab_as_root_too():
                        timeout=60)
     line = [ln for ln in r.stdout.splitlines() if "jupyter lab labs/" in ln][0]
     assert ("--allow-root" in line) == (os.geteuid() == 0)
+
+
+def test_hpclab_march_chooses_the_target_or_none():
+    code = ("import sys, os, runpy; sys.argv=['setup.py','--version']; "
+            "ns = runpy.run_path('setup.py'); print([ns['march_flag'](f) for f in "
+            "('-march=native', '-fopenmp-simd')])")
+    def flags(value):
+        env = {**os.environ, "HPCLAB_MARCH": value}
+        r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                           text=True, timeout=300, env=env)
+        return r.stdout.strip().splitlines()[-1]
+    assert flags("") == "['-march=native', '-fopenmp-simd']"
+    assert flags("x86-64-v3") == "['-march=x86-64-v3', '-fopenmp-simd']"
+    assert flags("none") == "[None, '-fopenmp-simd']"
+
+
+def test_make_book_runs_every_page_again_when_the_profile_or_package_changes(tmp_path):
+    """Jupyter Book's execution cache keys a page by its code cells only: `make book` clears
+    it when the profile (or the package, or the reference data) changed since the last
+    build, and keeps it otherwise."""
+    import time
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    log = tmp_path / "runs.txt"
+    (fake / "jupyter-book").write_text(
+        f"#!/bin/sh\n[ -d _build/.jupyter_cache ] && echo kept >> {log} || echo cleared >> {log}\n")
+    (fake / "jupyter-book").chmod(0o755)
+    for name in ("pyproject.toml", "setup.py"):
+        (tmp_path / name).write_text("")
+    subprocess.run(["make", "-s", "-f", str(ROOT / "Makefile"), "-n", "help"], cwd=tmp_path,
+                   capture_output=True, timeout=60)  # creates the target-CPU file
+    time.sleep(1.1)
+    (tmp_path / "stamp").write_text("")
+
+    def book(profile):
+        (tmp_path / "_build" / ".jupyter_cache").mkdir(parents=True, exist_ok=True)
+        r = subprocess.run(["make", "-s", "-f", str(ROOT / "Makefile"), "book",
+                            f"BIN={fake}", f"STAMP={tmp_path / 'stamp'}", f"PROFILE={profile}"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        return log.read_text().split()[-1]
+
+    assert book("quick") == "cleared"   # no record of an earlier build
+    assert book("quick") == "kept"
+    assert book("standard") == "cleared"

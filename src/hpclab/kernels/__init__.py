@@ -26,7 +26,8 @@ def agree(comm, message, error=None):
 
 
 class BuildMismatchError(ImportError):
-    """The kernels were compiled against another MPI than the one mpi4py loaded."""
+    """The kernels were compiled against another MPI than the one mpi4py loaded, or for a
+    CPU with instructions this one lacks."""
 
 
 def _load_common():
@@ -55,6 +56,46 @@ def _family(library_version):
         if family in text:
             return family
     return text.split()[0] if text else "unknown"
+
+
+ISA_PREFIXES = ("sse", "ssse", "avx", "fma", "f16c", "bmi", "popcnt", "movbe", "abm", "adx",
+                "sve", "asimd", "neon")
+
+
+def cpu_isa():
+    """This CPU's vector and bit-manipulation extensions (a set, from /proc/cpuinfo), or None
+    where there is no such file. The build records the building CPU's (setup.py); a kernel
+    compiled with -march=native may use any of them."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith(("flags", "Features")):
+            return {f for f in line.split(":", 1)[1].split() if f.startswith(ISA_PREFIXES)}
+    return None
+
+
+def check_isa_match(slug, info=None, here=None):
+    """Raise BuildMismatchError when kernel ``slug`` was compiled for the CPU that built it
+    (-march=native) and this CPU lacks an extension that one had: it would stop with an
+    illegal instruction, on a compute node older than the login node, say."""
+    info = build_info() if info is None else info
+    flags = info.get("kernel_flags", {}).get(slug, {})
+    native = [f for f, ok in flags.items() if ok and f.startswith("-march=")]
+    if not native or native[0] != "-march=native" or not info.get("cpu_isa"):
+        return
+    here = cpu_isa() if here is None else set(here)
+    if here is None:
+        return
+    missing = sorted(set(info["cpu_isa"]) - here)
+    if missing:
+        raise BuildMismatchError(
+            f"the {slug} kernel was compiled for the CPU that built it (-march=native), which "
+            f"has {', '.join(missing)}; this CPU does not, and the kernel would stop with an "
+            "illegal instruction. Build on this kind of node (`make setup` here), or for the "
+            "oldest CPU that will run it: HPCLAB_MARCH=x86-64-v2 make setup (or "
+            "HPCLAB_MARCH=none for the compiler's default).")
 
 
 def check_mpi_match():

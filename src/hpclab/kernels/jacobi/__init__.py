@@ -18,11 +18,12 @@ serial sweep.
 """
 import numpy as np
 
-from hpclab.kernels import KernelError, check_mpi_match
+from hpclab.kernels import KernelError, check_isa_match, check_mpi_match
 from hpclab.kernels.api import build, check_comm
 from hpclab.kernels.jacobi.declaration import DECOMPOSITIONS, KERNEL
 
 check_mpi_match()
+check_isa_match("jacobi")
 
 from . import _jacobi  # noqa: E402
 from ._python import manufactured, minus_laplacian, sweep  # noqa: E402
