@@ -131,3 +131,16 @@ def test_cli_rejects_unknown_implementations(tmp_path):
                        "--out", str(tmp_path)], n=2, timeout=120, check=False)
     assert r.returncode == 1 and "unknown ring implementation" in r.stderr
     assert "Traceback" not in r.stderr and not list(tmp_path.iterdir())
+
+
+def test_a_figures_caption_names_the_lines_it_draws_and_those_it_does_not(engine_run):
+    points, fitted = exp.ring_points(engine_run, "c", nbytes=4)
+    words = exp.lines_words(points, fitted)
+    variants = list(dict.fromkeys(points["variant"]))
+    for v in variants:  # every variant is named, drawn or not
+        assert v in words or not fitted
+    if fitted:
+        assert words.startswith("The line T = λ·P is drawn for")
+        assert ("reaches zero" in words) == (len(fitted) < len(variants))
+    assert exp.lines_words(points, {}).startswith("No line is drawn")
+    assert "reaches zero" not in exp.lines_words(points, {v: None for v in variants})

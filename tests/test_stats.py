@@ -63,3 +63,23 @@ def test_an_estimate_whose_interval_reaches_zero_says_so():
     bad = stats.estimate_words(8.59, -18.86, 36.04, "GB/s", "bandwidth")
     assert bad.startswith("8.59 GB/s (95% interval -18.86 to 36.04 GB/s): the interval reaches")
     assert "which no bandwidth can be" in bad
+
+
+def test_an_estimate_whose_interval_spans_orders_of_magnitude_says_it_is_barely_bounded():
+    wide = stats.estimate_words(0.16, 0.00063, 39520.82, "", "ratio", name="the ratio")
+    assert wide.startswith("0.16 (95% interval 0.00063 to 39,520.82)"), wide
+    assert "barely bound the ratio" in wide and "0.00 to" not in wide
+    assert "more than a factor of 1,000" in wide
+    assert "a factor of 21," in stats.estimate_words(0.42, 0.09, 1.85, "GB/s", "bandwidth")
+    assert stats.estimate_words(0.5, float("nan"), float("nan"), "GB/s", "bandwidth") \
+        == "0.50 GB/s (no interval: too few runs)"
+
+
+def test_a_comparison_from_two_runs_each_says_it_barely_bounds_the_ratio():
+    c = stats.compare([1.0, 3.0], [1.0, 1.2], names=("a", "b"))
+    words = c.words()
+    assert words.startswith("no difference in time between a and b"), words
+    assert "barely bound the ratio" in words and "0.00 to" not in words
+    assert "e+" in words or "," in words  # a huge bound in few digits
+    tight = stats.compare([2.0, 2.1, 2.05, 1.98, 2.02], [1.0, 1.05, 0.99, 1.01, 1.02], ("a", "b"))
+    assert "barely" not in tight.words()

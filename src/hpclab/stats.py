@@ -44,11 +44,15 @@ class Comparison:
         """The sentence the interval allows, e.g. 'a took 1.52 times b's time (95% interval
         1.40 to 1.66)' or 'no difference between a and b that the measurements can show'
         (``verb``: 'moved' for a bandwidth, say)."""
-        interval = f"95% interval {self.low:.2f} to {self.high:.2f}, {self.n_a} and {self.n_b} runs"
+        interval = (f"95% interval {_bound(self.low, 2)} to {_bound(self.high, 2)}, "
+                    f"{self.n_a} and {self.n_b} runs")
+        wide = (f": its ends differ by {_factor(self.high / self.low)}, so these runs barely "
+                "bound the ratio" if self.high / self.low > WIDE else "")
         if not self.differs:
             return (f"no difference in {quantity} between {self.a} and {self.b} that the "
-                    f"measurements can show (ratio {self.ratio:.2f}, {interval})")
-        return f"{self.a} {verb} {self.ratio:.2f} times the {quantity} of {self.b} ({interval})"
+                    f"measurements can show (ratio {self.ratio:.2f}, {interval}){wide}")
+        return (f"{self.a} {verb} {self.ratio:.2f} times the {quantity} of {self.b} "
+                f"({interval}){wide}")
 
 
 def _sample(values):
@@ -134,17 +138,40 @@ def median_interval(values, seed=0):
     return (med, *_percentiles(_boot_medians(v, np.random.default_rng(seed))))
 
 
+WIDE = 10  # an interval whose ends differ by more than this factor barely bounds anything
+
+
+def _bound(x, digits):
+    """A bound as text: fixed digits, or two significant ones where fixed digits would print
+    a positive number as 0.00 or a huge one with a dozen digits."""
+    if 0 < abs(x) < 10.0 ** -digits or abs(x) >= 1e6:
+        return f"{x:.2g}"
+    return f"{x:,.{digits}f}"
+
+
+def _factor(f):
+    return f"a factor of {f:,.0f}" if f < 1000 else "more than a factor of 1,000"
+
+
 def estimate_words(value, low, high, unit, quantity, digits=2, points=None, name="it",
                    value_unit=None):
     """'8.59 GB/s (95% interval 4.10 to 13.08 GB/s)' for a quantity that cannot be zero or
-    negative (a latency, a bandwidth), and, when the interval reaches zero or below, the
-    words that say the data do not determine it (``name``) instead of showing the bound
-    silently. ``points`` is added inside the brackets ('2 values of P'); ``value_unit``
-    replaces the unit after the value ('µs per step')."""
+    negative (a latency, a bandwidth, a ratio), and, when the interval reaches zero or below,
+    the words that say the data do not determine it (``name``) instead of showing the bound
+    silently; an interval wider than a factor :data:`WIDE` is said to bound it barely.
+    ``points`` is added inside the brackets ('2 values of P'); ``value_unit`` replaces the
+    unit after the value ('µs per step'). Without an interval (NaN) the value stands alone,
+    said to have none."""
+    unit_after = f" {unit}" if unit else ""
+    value_text = f"{value:,.{digits}f}{' ' + (value_unit or unit) if (value_unit or unit) else ''}"
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return f"{value_text} (no interval: too few runs)"
     extra = f", {points}" if points else ""
-    text = (f"{value:.{digits}f} {value_unit or unit} (95% interval {low:.{digits}f} to "
-            f"{high:.{digits}f} {unit}{extra})")
+    text = (f"{value_text} (95% interval {_bound(low, digits)} to {_bound(high, digits)}"
+            f"{unit_after}{extra})")
     if low <= 0:
         text += (f": the interval reaches zero or below, which no {quantity} can be, so these "
                  f"points do not determine {name}")
+    elif high / low > WIDE:
+        text += f": its ends differ by {_factor(high / low)}, so these runs barely bound {name}"
     return text

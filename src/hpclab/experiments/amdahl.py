@@ -470,6 +470,8 @@ def _growth_words(df, shape, pmax):
 
 def numbers(run, roof, orfeo_topo, orfeo_ref):
     """Every number the chapter's text quotes, computed (name -> value)."""
+    from hpclab import stats
+
     df = records.table(run)
     shape = first_shape(df)
     pmax = int(df[df["kind"] == "strong"]["nprocs"].max())
@@ -523,9 +525,9 @@ def numbers(run, roof, orfeo_topo, orfeo_ref):
         "create_share": one["create"] / one.sum() * 100,
         "add_share": one["add"] / one.sum() * 100,
         "pred_pmax": float(amdahl_speedup(s["s"], pmax)),
-        "meas_pmax": float(measured.loc[pmax, "median"]),
-        "meas_pmax_low": float(measured.loc[pmax, "worst"]),
-        "meas_pmax_high": float(measured.loc[pmax, "best"]),
+        "meas_pmax_words": stats.estimate_words(
+            float(measured.loc[pmax, "median"]), float(measured.loc[pmax, "worst"]),
+            float(measured.loc[pmax, "best"]), "", "speed-up", name="the speed-up"),
         "ceiling": 1 / s["s"], "fit_note": fit_note,
         "syn_s": syn_s, "syn_fit": syn_fit["s"], "syn_low": syn_fit.ci95["s"][0],
         "syn_high": syn_fit.ci95["s"][1], "syn_procs": syn_procs,

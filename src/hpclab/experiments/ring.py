@@ -312,6 +312,26 @@ def ring_points(df, impl, nbytes=4):
     return s, fitted
 
 
+def lines_words(points, fitted):
+    """What a figure of :func:`ring_points` draws, for its caption: the variants that got a
+    line T = λ·P, and why the others have none."""
+    variants = list(dict.fromkeys(points["variant"]))
+    drawn = [v for v in variants if v in fitted]
+    if not drawn:
+        return ("No line is drawn: for no variant does the 95% interval of λ lie above zero "
+                f"with these {points['nprocs'].nunique()} values of P.")
+    rest = [v for v in variants if v not in fitted]
+    words = (f"The line T = λ·P is drawn for {_listing(drawn)}, whose 95% interval of λ lies "
+             "above zero")
+    if rest:
+        words += f"; for {_listing(rest)} it reaches zero, so no line is drawn"
+    return words + "."
+
+
+def _listing(names):
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def step_points(df, impl="c", nprocs=None):
     """Time per step against the payload at one P (default the largest) for every variant,
     summarised as :func:`hpclab.plots.scaling` draws it, and Hockney fitted to irecv's."""
@@ -440,18 +460,18 @@ def numbers(df, fits_table, pp, orfeo, node):
     cmp["cmp_python"] = comparison(df, ("python", "irecv"), ("c", "irecv"), pmax)
     cmp["cmp_big"] = comparison(df, ("c", "ssend_ordered"), ("c", "irecv"), pmax, nmax)
     ratio = _step_ratio_interval(df, pmax)
+    o_ratio = ol[("intranode", "ssend_ordered")] / ol[("intranode", "irecv")]
     return {
         **cmp,
         "lam_irecv_words": lambda_words(fits_table, "c", "irecv"),
         "lam_ssend_words": lambda_words(fits_table, "c", "ssend_ordered"),
-        "ssend_ratio_lo": ratio[1], "ssend_ratio_hi": ratio[2],
-        "ours_ratio_vs_orfeo_lo": ratio[1] / (ol[("intranode", "ssend_ordered")]
-                                              / ol[("intranode", "irecv")]),
-        "ours_ratio_vs_orfeo_hi": ratio[2] / (ol[("intranode", "ssend_ordered")]
-                                              / ol[("intranode", "irecv")]),
         "npoints": int(fits_table["points"].max()),
         "lam_irecv": lam[("c", "irecv")] * 1e6, "lam_ssend": lam[("c", "ssend_ordered")] * 1e6,
-        "ssend_ratio": ratio[0],
+        "ssend_ratio_words": hstats.estimate_words(ratio[0], ratio[1], ratio[2], "",
+                                                   "ratio of times", name="the ratio"),
+        "ours_ratio_vs_orfeo_words": hstats.estimate_words(
+            ratio[0] / o_ratio, ratio[1] / o_ratio, ratio[2] / o_ratio, "", "ratio",
+            value_unit="times ORFEO's intranode ratio", name="the ratio"),
         "t_quantile": stats.t.ppf(0.975, max(int(fits_table["points"].max()) - 1, 1)),
         "ring2_us": float(small[(small["impl"] == "c") & (small["nprocs"] == min(2, pmax))
                                 & (small["variant"] == "irecv")]["median"].iloc[0]) * 1e6,
@@ -468,17 +488,14 @@ def numbers(df, fits_table, pp, orfeo, node):
         "check_upto": int(checks["nprocs"].max()),
         "pp_lat": pp_lat * 1e6, "pp_source": pp_source,
         **_per_step_over(df, pmax, pp_lat, "pp"),
-        "o_ratio_intra": ol[("intranode", "ssend_ordered")] / ol[("intranode", "irecv")],
+        "o_ratio_intra": o_ratio,
         "o_ratio_inter": ol[("internode", "ssend_ordered")] / ol[("internode", "irecv")],
         "o_node_jump": ol[("internode", "irecv")] / ol[("intranode", "irecv")],
         "per_node": per_node, "per_node_next": per_node + 1,
         "per_socket": int(node["cores_per_socket"]),
         "per_socket_next": int(node["cores_per_socket"]) + 1,
-        **{k.replace("irecv_over_orfeo", "ours_vs_orfeo"): v
-           for k, v in _per_step_over(df, pmax, ol[("intranode", "irecv")] * 1e-6,
-                                      "orfeo").items() if k.startswith("irecv")},
-        "ours_ratio_vs_orfeo": ratio[0] / (ol[("intranode", "ssend_ordered")]
-                                           / ol[("intranode", "irecv")]),
+        "ours_vs_orfeo_words": _per_step_over(df, pmax, ol[("intranode", "irecv")] * 1e-6,
+                                              "orfeo")["irecv_over_orfeo_words"],
     }
 
 
@@ -496,10 +513,13 @@ def _step_ratio_interval(df, pmax):
     return c.ratio, c.low, c.high
 
 
+REFERENCE_WORDS = {"pp": "PingPong's latency", "orfeo": "ORFEO's intranode step"}
+
+
 def _per_step_over(df, pmax, reference, tag):
     """The time per step at P = pmax (C, 4 B) of the irecv and the ordered synchronous ring
-    over a reference time taken as exact: ``{variant}_over_{tag}`` with ``_lo``/``_hi``, the
-    95% interval of the median of the repetitions."""
+    over a reference time taken as exact, in words with the 95% interval of the median of
+    the repetitions: ``{variant}_over_{tag}_words``."""
     from hpclab import stats as hstats
 
     out = {}
@@ -508,8 +528,10 @@ def _per_step_over(df, pmax, reference, tag):
             med, lo, hi = hstats.median_interval(ring_times(df, "c", variant, pmax) / pmax)
         except ValueError:
             med = lo = hi = np.nan
-        out.update({f"{key}_over_{tag}": med / reference, f"{key}_over_{tag}_lo": lo / reference,
-                    f"{key}_over_{tag}_hi": hi / reference})
+        out.update({f"{key}_over_{tag}_words": hstats.estimate_words(
+                        med / reference, lo / reference, hi / reference, "", "ratio of times",
+                        value_unit=f"times {REFERENCE_WORDS.get(tag, tag)}",
+                        name="the ratio")})
     return out
 
 
