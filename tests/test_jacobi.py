@@ -64,3 +64,20 @@ def test_a_cube_has_less_halo_than_a_slab_on_many_ranks():
 def test_unknown_implementations_are_refused():
     with pytest.raises(ValueError, match="unknown jacobi implementation"):
         exp.tasks("quick", impls=("fortran",))
+
+
+def test_the_benchs_streams_only_pass_checks_itself_and_times_something():
+    """The bench's yardstick (the sweep's memory traffic without its stencil) runs in the
+    kernel's extension, checks what it wrote and returns seconds per pass."""
+    code = ("from mpi4py import MPI; from hpclab.kernels.jacobi import _jacobi; "
+            "t = _jacobi.streams(16, 2, 2); assert 0 < t < 1, t; print('ok')")
+    r = launch.mpirun([sys.executable, "-c", code], n=1, timeout=60, what="streams pass")
+    assert r.stdout.strip().endswith("ok")
+
+
+def test_the_page_says_when_the_memory_bound_does_not_apply():
+    meta = {"machine": {"caches": [{"type": "Unified", "size_bytes": 32 << 20},
+                                   {"type": "Instruction", "size_bytes": 1 << 30}]}}
+    assert "fit in the 32 MiB cache" in exp.roof_words(0.4, 12, meta)
+    assert "does not reach the bound" in exp.roof_words(0.7, 256, meta)
+    assert exp.roof_words(0.96, 256, meta) == "That is the bound, within 5%."

@@ -28,6 +28,7 @@ cdef extern from "jacobi.h" nogil:
     double hpclab_jacobi_error(const hpclab_topo *t, const double *u)
     void hpclab_jacobi_weights(const hpclab_topo *t, double *w, double *diag)
     int hpclab_jacobi_fault
+    double hpclab_jacobi_streams(long l, int sweeps, int repetitions)
 
 DECOMPOSITIONS = ("slab", "pencil", "cube")
 METRICS = ("sweep", "compute", "halo", "cut")
@@ -35,6 +36,19 @@ METRICS = ("sweep", "compute", "halo", "cut")
 
 class JacobiError(RuntimeError):
     """Raised on every rank when any rank's sweep went wrong."""
+
+
+def streams(long L, int sweeps=10, int repetitions=5):
+    """The bench's yardstick: best seconds per pass of unew = u(next plane) + f over a block
+    of L^3 points with its halo, the memory traffic of a sweep without its stencil (see
+    jacobi.h). Raises JacobiError when the result is wrong or memory is short."""
+    cdef double best
+    with nogil:
+        best = hpclab_jacobi_streams(L, sweeps, repetitions)
+    if best < 0:
+        raise JacobiError(f"the streams-only pass on {L}^3 points computed a wrong value "
+                          "or could not allocate its arrays")
+    return best
 
 
 def _set_fault(int on):

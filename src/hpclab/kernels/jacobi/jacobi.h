@@ -58,6 +58,15 @@ double hpclab_jacobi_error(const hpclab_topo *t, const double *u);
 /* The stencil's coefficients: w[d] = 1/h_d^2 and diag = 2 (w0 + w1 + w2). */
 void hpclab_jacobi_weights(const hpclab_topo *t, double *w, double *diag);
 
+/*
+ * The bench's yardstick for the sweep's memory traffic: on one rank's block of l^3 points
+ * (halo included, as a sweep's arrays), `sweeps` passes of unew = u(next plane) + f, which
+ * read and write what a sweep reads and writes from memory (u's newest plane, f, unew)
+ * without the stencil's cached neighbours and arithmetic. Returns the best seconds per pass
+ * over `repetitions`, or -1 when the result is wrong or the arrays cannot be allocated.
+ */
+double hpclab_jacobi_streams(long l, int sweeps, int repetitions);
+
 /* Test hook: when non-zero, the last rank adds 1 to its halo point (0, 1, 1) after every
  * exchange (a neighbour's value, or the boundary), so tests can prove it is caught. */
 extern int hpclab_jacobi_fault;
