@@ -50,6 +50,18 @@ def test_scaling_draws_points_fits_and_bands():
     assert len(ax.collections) >= 1 and [t.get_text() for t in ax.get_legend().get_texts()]
 
 
+def test_a_rates_bar_runs_from_its_worst_to_its_best_run():
+    """For a rate the best run is the highest value: the bar must still span worst..best,
+    never reach below the slowest run (nor below zero)."""
+    pts = pd.DataFrame({"nprocs": [1.0, 2.0], "variant": ["a", "a"],
+                        "median": [100.0, 50.0], "best": [400.0, 60.0],
+                        "worst": [90.0, 45.0]})
+    ax = plots.scaling(pts, "nprocs", "variant")
+    segments = ax.containers[0].lines[2][0].get_segments()
+    spans = sorted((float(s[:, 1].min()), float(s[:, 1].max())) for s in segments)
+    assert spans == [(45.0, 60.0), (90.0, 400.0)]
+
+
 def test_roofline_has_both_ceilings():
     roof = models.Roofline(bandwidth=20e9, peak=400e9)
     ax = plots.roofline({"node": roof}, kernels={"triad": 2 / 24})
@@ -94,3 +106,15 @@ def test_whole_numbers_show_as_integers():
     t = tables.correctness(checks)
     assert t["runs"].dtype.kind == "i" and t["right"].dtype.kind == "i"
     assert t.index.name == "ranks"
+
+
+def test_a_bar_that_reaches_far_beyond_its_median_is_cut_and_marked():
+    pts = pd.DataFrame({"nprocs": [1.0, 2.0], "series": ["s", "s"], "median": [1.0, 2.4],
+                        "best": [1.0, 8.7e10], "worst": [1.0, 1e-9]})
+    ax = plots.scaling(pts, "nprocs", "series", ideal=lambda p: p)
+    low, high = ax.get_ylim()
+    assert high == pytest.approx(plots.BAR_CUT * 2.4) and low <= 0
+    assert any("cut at the axis" in t.get_text() for t in ax.texts)
+    calm = pts.assign(best=[1.1, 2.6], worst=[0.9, 2.2])
+    ax = plots.scaling(calm, "nprocs", "series", ideal=lambda p: p)
+    assert not ax.texts and ax.get_ylim()[1] < 4

@@ -136,9 +136,12 @@ def fit_line(ax, fit, x, scale=1.0, label=None, color="k", dash="-", band=True):
 
 
 def _errorbar(ax, x, median, best, worst, key, index=None, scale=1.0, label=None, line=False):
+    """The median with a bar from the lowest to the highest of best and worst: for a time
+    the best run is the lowest, for a rate (MLUP/s, GB/s) the highest."""
     name, color, marker, dash = style(key, index)
-    ax.errorbar(x, median * scale, yerr=[np.abs(median - best) * scale,
-                                         np.abs(worst - median) * scale],
+    median, best, worst = (np.asarray(v, dtype=float) for v in (median, best, worst))
+    low, high = np.minimum(best, worst), np.maximum(best, worst)
+    ax.errorbar(x, median * scale, yerr=[(median - low) * scale, (high - median) * scale],
                 fmt=marker, ls=dash if line else "none", color=color, label=label or name,
                 capsize=2, ms=5, mfc=color if index is None or index % 2 == 0 else "white")
 
@@ -280,6 +283,8 @@ def scaling(points, x, series, fits=None, ax=None, xlabel="", ylabel="", title=N
     if ideal is not None:
         xs = np.linspace(float(points[x].min()), float(points[x].max()), 100)
         ax.plot(xs, ideal(xs) * scale, color="0.6", ls=":", label="ideal")
+    if not (sizes or logy):
+        _cut_long_bars(ax, points, x, scale, ideal)
     if sizes:
         size_axis(ax)
     elif logx:
@@ -289,6 +294,32 @@ def scaling(points, x, series, fits=None, ax=None, xlabel="", ylabel="", title=N
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     return _finish(ax, title)
+
+
+BAR_CUT = 3.0  # an axis shows bars up to this many times the largest median (or ideal)
+
+
+def _cut_long_bars(ax, points, x, scale, ideal=None):
+    """A bar from a handful of runs can reach a thousand times its median (a t interval with
+    one degree of freedom) and squash every point to the axis. Such bars are cut at
+    BAR_CUT times the largest median, marked with a triangle at the edge, and the axis says
+    so."""
+    med = np.abs(points["median"].to_numpy(float)) * scale
+    top = np.nanmax(med) if med.size else np.nan
+    if ideal is not None:
+        top = max(top, float(np.max(ideal(points[x].to_numpy(float)))) * scale)
+    hi = np.fmax(points["best"].to_numpy(float), points["worst"].to_numpy(float)) * scale
+    if not np.isfinite(top) or top <= 0 or not np.any(hi > BAR_CUT * top):
+        return
+    cap = BAR_CUT * top
+    lows = np.fmin(points["best"].to_numpy(float), points["worst"].to_numpy(float)) * scale
+    ax.set_ylim(min(0.0, float(np.nanmin(lows))) if np.isfinite(np.nanmin(lows)) else 0.0,
+                cap)
+    cut = hi > cap
+    ax.plot(points[x].to_numpy(float)[cut], np.full(int(cut.sum()), cap), ls="none",
+            marker="^", ms=7, color="0.3", clip_on=False)
+    ax.annotate("▲ interval cut at the axis (too few runs to bound it)", (0.01, 0.99),
+                xycoords="axes fraction", ha="left", va="top", fontsize=9, color="0.3")
 
 
 @_styled
