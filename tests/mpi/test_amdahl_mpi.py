@@ -55,9 +55,12 @@ def test_synthetic_program_sleeps_its_serial_fraction():
     t = amdahl.synthetic(COMM, 0.5, work=0.04, repetitions=2)
     assert t.shape == (4, 2)
     np.testing.assert_allclose(t[3], 0.02 + 0.02 / SIZE)  # no jitter: exactly what was asked
+    # how long past its deadline a sleep ends is the machine's business (a loaded machine
+    # oversleeps by milliseconds), so only what holds on any machine is checked
+    assert (t[0] >= 0.02).all() and (t[1] >= 0.02 / SIZE).all(), "no sleep ends early"
     assert (t[2] >= t[3]).all(), "a sleep cannot end before it was asked to"
-    np.testing.assert_allclose(t[0], 0.02, rtol=0.5)
-    np.testing.assert_allclose(t[1], 0.02 / SIZE, rtol=0.5, atol=2e-3)
+    np.testing.assert_allclose(t[2], t[0] + t[1])
+    assert all(np.array_equal(t, other) for other in COMM.allgather(t)), "one answer, every rank"
     with pytest.raises(ValueError, match="serial_fraction must be between 0 and 1"):
         amdahl.synthetic(COMM, 1.5)
 
