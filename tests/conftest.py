@@ -57,11 +57,21 @@ def root():
     return ROOT
 
 
+# the address the test build is told its repository has (the button on every page)
+REPOSITORY_URL = "https://example.org/hpclab-course/hpclab"
+
+
+@pytest.fixture(scope="session")
+def repository_url():
+    return REPOSITORY_URL
+
+
 @pytest.fixture(scope="session")
 def book(tmp_path_factory):
     """The book built once per session with the quick profile: (html folder, process)."""
     out = tmp_path_factory.mktemp("book")
-    env = {**os.environ, "HPCLAB_PROFILE": "quick", "HPCLAB_RESULTS_DIR": str(out / "results")}
+    env = {**os.environ, "HPCLAB_PROFILE": "quick", "HPCLAB_RESULTS_DIR": str(out / "results"),
+           "HPCLAB_REPOSITORY_URL": REPOSITORY_URL}
     r = subprocess.run([str(Path(sys.executable).with_name("jupyter-book")), "build", "--all",
                         "-W", "-n", "--keep-going", "--path-output", str(out), str(ROOT)],
                        capture_output=True, text=True, env=env, timeout=1200)

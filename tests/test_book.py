@@ -83,6 +83,38 @@ def test_no_page_quotes_an_interval_below_zero_without_saying_what_it_means(book
                 f"{path.relative_to(html)}: {sentence[:200]}"
 
 
+def test_no_table_cell_is_cut_short(book):
+    """pandas cuts a text cell longer than its display width to '...': a note or a name
+    a reader cannot finish is no note."""
+    import re
+
+    html, _ = book
+    for path in sorted((html / "book").rglob("*.html")):
+        cut = re.findall(r"<td>([^<]*\.\.\.)</td>", path.read_text())
+        assert not cut, f"{path.relative_to(html)}: {cut[:3]}"
+
+
+def test_every_page_links_to_the_repository_when_its_address_is_known(book, repository_url):
+    html, _ = book
+    for path in sorted((html / "book").rglob("*.html")):
+        assert f'href="{repository_url}"' in path.read_text(), path.relative_to(html)
+
+
+def test_a_remote_gives_the_repository_web_address(root):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("hpclab_site",
+                                                  root / "book" / "_ext" / "hpclab_site.py")
+    site = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(site)
+    want = "https://example.org/group/lab"
+    for remote in ("https://example.org/group/lab.git", "https://user@example.org/group/lab",
+                   "git@example.org:group/lab.git", "ssh://git@example.org/group/lab.git"):
+        assert site.web_address(remote) == want, remote
+    for remote in ("/work/main", "file:///srv/lab.git", "", None):
+        assert site.web_address(remote) is None, remote
+
+
 def _code_and_prose(text):
     """(code lines, prose lines) of a page, blank lines not counted: the lines inside code
     cells, and those outside any fenced block (front matter, the options of directives

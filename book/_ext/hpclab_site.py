@@ -5,8 +5,14 @@
   ``const THEBE_JS_URL = ...`` fails in the browser ("Identifier 'THEBE_JS_URL' has already
   been declared"). The pages are fixed after the build, when every handler has added its
   scripts.
+* The repository's address on every page (footer, and the theme's header button for the
+  hosts it knows), when the site knows it: ``$HPCLAB_REPOSITORY_URL``, or else the clone's
+  ``origin`` remote (an https or ssh address of a hosted repository). A clone of a local
+  folder has none, and the link is left out rather than pointing nowhere.
 """
+import os
 import re
+import subprocess
 from pathlib import Path
 
 INLINE_SCRIPT = re.compile(r"^\s*<script>[^\n]*</script>\s*$")
@@ -35,6 +41,53 @@ def dedupe_pages(app, exc):
             page.write_text(fixed, encoding="utf-8")
 
 
+SSH_REMOTE = re.compile(r"^(?:ssh://)?git@([^:/]+)[:/](.+?)(?:\.git)?/?$")
+HTTPS_REMOTE = re.compile(r"^https://(?:[^@/]+@)?([^/]+)/(.+?)(?:\.git)?/?$")
+
+
+KNOWN_HOSTS = ("github.com", "gitlab.com", "bitbucket.org")
+
+
+def web_address(remote):
+    """The web address of a hosted repository from a git remote (https or ssh), or None for
+    anything else (a local path, a file:// remote)."""
+    remote = (remote or "").strip()
+    for pattern in (HTTPS_REMOTE, SSH_REMOTE):
+        m = pattern.match(remote)
+        if m:
+            return f"https://{m.group(1)}/{m.group(2)}"
+    return None
+
+
+def _git(srcdir, *args):
+    try:
+        r = subprocess.run(["git", "-C", str(srcdir), *args], capture_output=True, text=True,
+                           timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return r.stdout.strip() if r.returncode == 0 else ""
+
+
+def repository_button(app, config):
+    """Show the repository button when the address is known (see the module's notes)."""
+    given = os.environ.get("HPCLAB_REPOSITORY_URL")
+    url = given.strip() if given is not None else web_address(
+        _git(app.srcdir, "remote", "get-url", "origin"))
+    if not url:
+        return
+    options = dict(config.html_theme_options or {})
+    # every host: a line in the footer; the hosts the theme knows: its button in the header
+    # too (it draws their logo, so it is not asked to guess one for any other)
+    options["extra_footer"] = (options.get("extra_footer", "")
+                               + f'<p>Source code, labs and data: <a href="{url}">{url}</a></p>')
+    if any(host in url.split("/")[2] for host in KNOWN_HOSTS):
+        options.update(repository_url=url, use_repository_button=True,
+                       repository_branch=_git(app.srcdir, "rev-parse", "--abbrev-ref", "HEAD")
+                       or "main", path_to_docs="")
+    config.html_theme_options = options
+
+
 def setup(app):
+    app.connect("config-inited", repository_button)
     app.connect("build-finished", dedupe_pages)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

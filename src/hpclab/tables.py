@@ -40,8 +40,9 @@ def fits(*fits, names=None, digits=3):
                 lo, hi = f.ci95[p]
                 # a latency, bandwidth or fraction cannot be negative: say when the interval
                 # reaches there, rather than show it as if it were a range of possible values
-                note = ("interval reaches below 0: not determined by these points"
-                        if p in NON_NEGATIVE and lo <= 0 else "")
+                # (short enough that pandas shows it whole: 50 characters at most)
+                note = ("interval reaches below 0: not determined" if p in NON_NEGATIVE
+                        and lo <= 0 else "")
                 flagged = flagged or bool(note)
                 rows.append({"fit": label, "parameter": _label(p), "estimate": value * factor,
                              "std. error": f.stderr[p] * factor, "95% low": lo * factor,
