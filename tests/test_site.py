@@ -1,6 +1,7 @@
 """The built site in a real browser (headless Chromium through Playwright), every page at
 1280 px and at 400 px, offline: no console error, no request that leaves the machine, every
-image loaded and described by its alt text, no horizontal overflow on a phone, mathematics
+image loaded and described by its alt text, no horizontal overflow on a phone (display
+equations and printed text fit the column; a wider table scrolls inside its frame), mathematics
 rendered (no raw TeX left), every internal link resolves, no solution text. Screenshots go to
 ``$HPCLAB_SCREENSHOTS`` (default /tmp/hpclab-screenshots)."""
 import os
@@ -31,6 +32,24 @@ PAGE_STATE = """async () => {
     overflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,
     text: main.innerText,
     links: [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href')),
+    column: (main.querySelector('section') || main).clientWidth,
+    // display equations and printed text (citations, machine lines) must fit the column
+    wide_math: [...main.querySelectorAll('mjx-container[display="true"]')]
+      .filter(m => m.scrollWidth > m.clientWidth + 1)
+      .map(m => m.textContent.slice(0, 60)),
+    wide_text: [...main.querySelectorAll('div.output.stream pre, div.output.text_plain pre')]
+      .filter(p => p.scrollWidth > p.clientWidth + 1)
+      .map(p => p.innerText.slice(0, 60)),
+    // a table wider than the column must sit in a frame that scrolls, never be cut off
+    cut_tables: [...main.querySelectorAll('table')].filter(t => {
+      if (t.getBoundingClientRect().width <= (main.querySelector('section') || main).clientWidth + 1)
+        return false;
+      for (let e = t.parentElement; e && e !== main; e = e.parentElement) {
+        const o = getComputedStyle(e).overflowX;
+        if (o === 'auto' || o === 'scroll') return false;
+      }
+      return true;
+    }).map(t => t.innerText.slice(0, 60)),
   };
 }"""
 
@@ -111,6 +130,11 @@ def test_every_page_reads_well_offline(book, browser, width):
                 problems.append(f"{name}: image {img['src']} has no real alt text ({alt!r})")
         if width <= 400 and state["overflow"] > 1:
             problems.append(f"{name}: {state['overflow']} px wider than a {width} px screen")
+        for what in ("wide_math", "wide_text"):
+            problems += [f"{name} at {width} px: {what.replace('wide_', '')} wider than its "
+                         f"{state['column']} px column: {x!r}" for x in state[what]]
+        problems += [f"{name} at {width} px: a table wider than the column, cut off with no "
+                     f"frame to scroll: {x!r}" for x in state["cut_tables"]]
         for raw in ("\\(", "\\[", "$$", "\\frac"):
             if raw in state["text"]:
                 problems.append(f"{name}: raw TeX {raw!r} left in the text")

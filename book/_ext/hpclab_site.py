@@ -9,6 +9,8 @@
   hosts it knows), when the site knows it: ``$HPCLAB_REPOSITORY_URL``, or else the clone's
   ``origin`` remote (an https or ssh address of a hosted repository). A clone of a local
   folder has none, and the link is left out rather than pointing nowhere.
+* The site's own style sheet, ``book/_static/hpclab.css``: printed text wraps on a phone,
+  wide tables get smaller type there and a shadow on the side that scrolls.
 """
 import os
 import re
@@ -87,7 +89,16 @@ def repository_button(app, config):
     config.html_theme_options = options
 
 
+STATIC = Path(__file__).resolve().parent.parent / "_static"
+
+
+def style_sheet(app, config):
+    config.html_static_path = [*config.html_static_path, str(STATIC)]
+
+
 def setup(app):
     app.connect("config-inited", repository_button)
+    app.connect("config-inited", style_sheet)
+    app.add_css_file("hpclab.css")
     app.connect("build-finished", dedupe_pages)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

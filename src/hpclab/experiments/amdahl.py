@@ -376,15 +376,15 @@ def roofline_points(df, stream_gbs, impl="c", distribution="none", shape=None):
 
 
 def topology_table(df, nprocs=None):
-    """Median total and distribution time in ms per shape and distribution at one P
-    (default the largest), C."""
+    """Median distribution and total time in ms at one P (default the largest), C: a row per
+    shape and distribution (two columns, so that it reads on a phone too)."""
     ph = phases(df)
     ph = ph[ph["impl"] == "c"]
     nprocs = nprocs or int(ph["nprocs"].max())
     ph = ph[(ph["nprocs"] == nprocs) & ph["metric"].isin(["distribute", "total"])]
-    t = ph.pivot_table(index="shape", columns=["metric", "distribution"], values="median")
-    t = (t * 1e3).round(1)
-    t.columns = [f"{m} {d} [ms]" for m, d in t.columns]
+    t = ph.pivot_table(index=["shape", "distribution"], columns="metric", values="median")
+    t = (t[["distribute", "total"]] * 1e3).round(1)
+    t.columns = [f"{m} [ms]" for m in t.columns]
     return t
 
 
