@@ -81,3 +81,4 @@ def test_the_page_says_when_the_memory_bound_does_not_apply():
     assert "fit in the 32 MiB cache" in exp.roof_words(0.4, 12, meta)
     assert "does not reach the bound" in exp.roof_words(0.7, 256, meta)
     assert exp.roof_words(0.96, 256, meta) == "That is the bound, within 5%."
+    assert exp.roof_words(1.05, 256, meta).startswith("That is more than the bound")
