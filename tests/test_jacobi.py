@@ -82,3 +82,10 @@ def test_the_page_says_when_the_memory_bound_does_not_apply():
     assert "does not reach the bound" in exp.roof_words(0.7, 256, meta)
     assert exp.roof_words(0.96, 256, meta) == "That is the bound, within 5%."
     assert exp.roof_words(1.05, 256, meta).startswith("That is more than the bound")
+    # the words name the target the recorded build compiled the kernel for
+    assert exp.roof_words(0.7, 256, meta).startswith("The kernel, and one core")
+    for flags, target in (({"-march=native": True}, "this CPU's vector instructions"),
+                          ({"-march=x86-64-v3": True}, "x86-64-v3 (-march=x86-64-v3)"),
+                          ({}, "the compiler's default target")):
+        built = {"machine": {**meta["machine"], "mpi": {"kernel_flags": {"jacobi": flags}}}}
+        assert exp.roof_words(0.7, 256, built).startswith(f"The kernel is compiled for {target}")

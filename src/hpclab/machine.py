@@ -144,7 +144,7 @@ def mpi():
         built = build_info()
         info.update(kernels_built_with=built.get("mpi_library"), compiler=built.get("compiler"),
                     mpicc=built.get("mpicc"), mpicc_show=built.get("mpicc_show"),
-                    cflags=built.get("cflags"))
+                    cflags=built.get("cflags"), kernel_flags=built.get("kernel_flags"))
     except Exception as exc:
         info["kernels_built_with"] = f"unavailable: {exc}"
     return info

@@ -308,11 +308,24 @@ def roof_words(share, L, meta):
     if share >= 0.95:
         return "That is the bound, within 5%."
     # (glued as plain text: no markdown)
-    return ("The kernel is compiled for this CPU's vector instructions (-march=native), and "
+    return (f"{_target_words(meta)}, and "
             "one core still does not reach the bound: besides the memory traffic, an update "
             "loads six neighbours from cache and does ten floating-point operations. The "
             "Jacobi bench (make bench) separates the two with a pass that moves exactly the "
             "sweep's memory traffic and has no stencil.")
+
+
+def _target_words(meta):
+    """Which CPU the run's Jacobi kernel was compiled for, from the build recorded with it."""
+    flags = ((meta.get("machine", {}).get("mpi") or {}).get("kernel_flags") or {}).get("jacobi")
+    if flags is None:
+        return "The kernel"
+    march = [f for f, ok in flags.items() if ok and f.startswith("-march=")]
+    if march == ["-march=native"]:
+        return "The kernel is compiled for this CPU's vector instructions (-march=native)"
+    if march:
+        return f"The kernel is compiled for {march[0].split('=', 1)[1]} ({march[0]})"
+    return "The kernel is compiled for the compiler's default target (HPCLAB_MARCH=none)"
 
 
 def numbers(run, lam, bandwidth, pp_source, stream_gbs, stream_source, t5, orfeo_pp):
