@@ -60,7 +60,8 @@ $(STAMP): pyproject.toml setup.py $(KERNEL_SOURCES) $(MARCH_FILE)
 
 # Jupyter Book's execution cache knows a page's code cells only: when the package, the
 # reference data or the profile change, the pages must run again rather than show what the
-# previous code computed
+# previous code computed. The same key names the build (HPCLAB_BUILD): the pages of one build,
+# run again or read from the cache, share its measurements (hpclab.inputs)
 BOOK_KEY = $$( { echo $(PROFILE); git ls-files -z src/hpclab book/data/reference book/_ext \
   | xargs -0 cat 2>/dev/null; } | sha256sum | cut -c1-16)
 
@@ -68,7 +69,8 @@ book: $(STAMP)
 	@key=$(BOOK_KEY); if [ "$$(cat _build/.hpclab-book-key 2>/dev/null)" != "$$key" ]; then \
 	  rm -rf _build/.jupyter_cache; mkdir -p _build; echo "$$key" > _build/.hpclab-book-key; \
 	  echo "package, data or profile changed: every page runs again"; fi
-	HPCLAB_PROFILE=$(PROFILE) $(BIN)/jupyter-book build --all -W -n --keep-going .
+	HPCLAB_PROFILE=$(PROFILE) HPCLAB_BUILD=$$(cat _build/.hpclab-book-key) \
+	  $(BIN)/jupyter-book build --all -W -n --keep-going .
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 
 test: $(STAMP)

@@ -99,3 +99,44 @@ def test_unknown_kinds_and_implementations_are_refused():
         exp.tasks("quick", impls=("fortran",))
     with pytest.raises(ValueError, match="unknown amdahl implementation.*kind"):
         exp.tasks("quick", kinds=("sideways",))
+
+
+def _phase_records(shares, kind="simulated"):
+    """Records of the C program at P = 1 and 2 whose serial share per repetition is
+    ``shares`` (create + distribute + collect over the total)."""
+    import pandas as pd
+
+    rows = []
+    for p in (1, 2):
+        for rep, share in enumerate(shares):
+            serial, add = share, (1 - share) / p
+            phase = {"create": serial / 2, "distribute": serial / 4, "collect": serial / 4,
+                     "add": add}
+            phase["total"] = sum(phase.values())
+            rows += [{"run": "r", "kind": kind, "impl": "c", "distribution": "none",
+                      "shape": "8x8x8", "nprocs": p, "rep": rep, "metric": m, "value": v}
+                     for m, v in phase.items()]
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("shares, says", [
+    ((0.05, 0.95), "covers every value a serial fraction can take"),  # both ends left
+    ((0.90, 0.95, 0.99), "the most a serial fraction can be"),         # above 1
+    ((0.01, 0.03, 0.05), "the least a serial fraction can be"),        # below 0
+    ((0.30, 0.31), "(95% interval "),                                  # inside
+])
+def test_simulated_serial_fraction_is_never_quoted_outside_zero_to_one(shares, says):
+    """A few repetitions give a t interval wide enough to leave [0, 1]: the page's sentence
+    says so in words and prints no bound outside the domain, whatever the runs give."""
+    import re
+
+    df = _phase_records(shares)
+    table = exp.simulated_table(df)
+    orfeo = reference.load("orfeo_amdahl")
+    from hpclab import simulate
+
+    words = exp.simulated_words(df, table, orfeo, simulate.platform("orfeo"))
+    first = words.split(". At P")[0]
+    assert says in first, first
+    for number in re.findall(r"-?\d+\.\d+", first):
+        assert 0 <= float(number) <= 1, f"{number} outside [0, 1]: {first}"

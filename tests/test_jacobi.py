@@ -89,3 +89,36 @@ def test_the_page_says_when_the_memory_bound_does_not_apply():
                           ({}, "the compiler's default target")):
         built = {"machine": {**meta["machine"], "mpi": {"kernel_flags": {"jacobi": flags}}}}
         assert exp.roof_words(0.7, 256, built).startswith(f"The kernel is compiled for {target}")
+
+
+@pytest.mark.parametrize("sizes, says", [
+    ([16, 32, 64, 256], "from L = 256 on here; at L = 16, 32, 64 the arrays fit"),
+    ([16, 32], "so it bounds none of these runs"),
+    ([256, 512], "as at every L measured here"),
+])
+def test_the_memory_bound_is_quoted_with_the_regime_it_holds_in(sizes, says):
+    """A bound beside rates that exceed it must say where it holds: cache-resident sizes
+    (three arrays of (L+2)³ doubles within the 32 MiB cache) are not bounded by memory."""
+    from hpclab.experiments import jacobi
+
+    meta = {"machine": {"caches": [{"type": "Unified", "size_bytes": 32 * 2**20},
+                                   {"type": "Instruction", "size_bytes": 64 * 2**20}]}}
+    words = jacobi.bound_regime_words(sizes, meta)
+    assert "32 MiB cache" in words and says in words, words
+
+
+def test_the_c_column_is_described_row_by_row_not_by_one_formula():
+    """Table 5's c is 16·L²·N in most rows but not in the two-node N = 12 row: the words
+    count the rows instead of calling the whole column one formula."""
+    words = exp.c_column_words(reference.load("orfeo_jacobi"))
+    assert "8 print c = 16·L²·N" in words and "0 eq. (8)" in words, words
+    assert "the two nodes row at N = 12 prints 92.16 MB, which is neither" in words
+
+
+def test_a_direction_cut_in_two_gives_one_face_not_two():
+    """Not periodic: with two ranks along a direction each has one neighbour there."""
+    assert exp.neighbours_per_direction((2, 1, 1)) == [1, 0, 0]
+    assert exp.neighbours_per_direction((4, 3, 2)) == [2, 2, 1]
+    t = exp.surface_to_volume(points=120, procs=(2,))
+    # P = 2 slab: blocks of 60 x 120 x 120, one face of 120² halo points
+    assert t.loc[2, "slab"] == pytest.approx(120 * 120 / (60 * 120 * 120), rel=1e-2)

@@ -196,3 +196,41 @@ def test_roofline_bounds_by_memory_then_peak():
         models.Roofline(bandwidth=0)
     with pytest.raises(ValueError, match="intensity"):
         r.bound(-1)
+
+
+@pytest.mark.parametrize("model", list(models.MODELS.values()), ids=list(models.MODELS))
+def test_every_parameter_declares_its_physical_domain_and_fits_stay_inside(model):
+    assert len(model.domains) == len(model.params)
+    for param in model.params:
+        d = model.domain(param)
+        assert d.low >= 0, f"{model.name}.{param}: no performance parameter is negative"
+    lows, highs = model.bounds
+    assert lows == [d.low for d in model.domains] and highs == [d.high for d in model.domains]
+
+
+def test_a_fit_pushed_against_its_domain_says_so_in_words():
+    """Times that fall as fast as the ideal speed-up: Amdahl's s would be negative, the
+    bounded fit stops at 0, and the words say 'at the bound' with no negative number."""
+    x = np.arange(1, 7, dtype=float)
+    fit = models.fit(models.AMDAHL, x, noisy(x * 1.02, 0.01, seed=1))
+    assert fit["s"] in models.AMDAHL.domain("s")
+    words = fit.words("s", "serial fraction", digits=3)
+    assert "at the bound" in words and "do not determine s" in words, words
+    assert "-" not in words.replace("−", "-").split("at the bound")[0]
+
+
+def test_a_latency_below_the_data_is_at_the_bound_not_negative():
+    """Hockney through points whose line would cross below zero: λ stops at 0."""
+    n = np.array([1e4, 1e5, 1e6, 1e7])
+    y = -2e-7 + n / 5e9  # a line with a negative intercept
+    fit = models.fit(models.HOCKNEY, n, y)
+    assert fit["lambda"] >= 0
+    words = fit.words("lambda", "latency", "µs", 1e6, name="λ")
+    assert "at the bound" in words and "not determine λ" in words, words
+
+
+def test_fit_words_quote_an_estimate_well_inside_its_domain_plainly():
+    x = np.arange(1, 9, dtype=float)
+    fit = models.fit(models.AMDAHL, x, noisy(models.AMDAHL(x, 0.3), 0.01, seed=2))
+    words = fit.words("s", "serial fraction", digits=3)
+    assert words.startswith(f"{fit['s']:.3f} (95% interval "), words

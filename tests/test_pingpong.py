@@ -4,6 +4,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -214,3 +215,35 @@ def test_gamed_checks_and_a_round_trip_as_one_way_lose_their_points(tmp_path):
     assert dave["test_pingpong_loop"][0] == 0, dave
     assert all(s == m for name, (s, m) in dave.items() if name != "test_pingpong_loop"), dave
     assert len(mallory) == 3 and all(s == 0 for s, _ in mallory.values()), mallory
+
+
+def test_imb_exchange_bandwidth_is_split_into_its_four_message_streams():
+    """IMB's Exchange bandwidth counts the four messages of an iteration (4n/t): the times
+    and bandwidths of the table say so, and the per-stream peak is a quarter of IMB's."""
+    from hpclab import reference
+    from hpclab.experiments import pingpong as exp
+
+    ex = reference.load("hamburg_imb_exchange")
+    assert exp.exchange_messages(ex) == pytest.approx(4, abs=0.1)
+    t = exp.exchange_table(ex)
+    imb = t["IMB peak (4 messages) [GB/s]"]
+    np.testing.assert_allclose(t["peak per stream [GB/s]"], imb / 4, atol=1e-3)
+    line = exp.exchange_line(ex, "Open MPI 1.8.1", 40)
+    assert line["lambda"] < 0, "the page shows what a line through these times would need"
+
+
+@pytest.mark.parametrize("scale, says", [
+    (1.5, "(95% interval"),                       # a cost the runs bound
+    (0.8, "which no cost per message can be"),    # a ratio below 1: impossible, said why
+])
+def test_the_interpreters_cost_per_message_is_never_quoted_below_zero(scale, says):
+    """Seeded one-way times: the words quote the cost inside its domain, and a measured
+    ratio below 1 is called impossible with the reason instead of a negative cost."""
+    rng = np.random.default_rng(0)
+    c = 1e-6 * (1 + 0.01 * rng.standard_normal(8))
+    other = scale * 1e-6 * (1 + 0.01 * rng.standard_normal(8))
+    t = pd.DataFrame({"impl": ["c"] * 8 + ["python"] * 8, "value": np.r_[c, other]})
+    words = pingpong.overhead_words(t, "python")
+    assert says in words, words
+    if scale < 1:
+        assert words.endswith(pingpong.OVERHEAD_WHY)

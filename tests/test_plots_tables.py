@@ -87,7 +87,9 @@ def test_a_latency_interval_below_zero_is_flagged_not_shown_as_a_range():
     noisy = y[big] * (1 + 0.2 * np.array([1, -1, 1, -1, 1]))
     t = tables.fits(models.fit(models.HOCKNEY, SIZES[big], noisy, sigma="relative"))
     lam = t.xs("λ [µs]", level="parameter").iloc[0]
-    assert lam["95% low"] < 0 and "below 0" in lam["note"], t
+    # cut at zero, the least a latency can be, and flagged: no negative bound is shown
+    assert lam["95% low"] == 0 and "not determined" in lam["note"], t
+    assert lam["estimate"] >= 0 and len(lam["note"]) <= 50
 
 
 def test_residuals_list_every_point_of_every_segment():
@@ -118,3 +120,29 @@ def test_a_bar_that_reaches_far_beyond_its_median_is_cut_and_marked():
     calm = pts.assign(best=[1.1, 2.6], worst=[0.9, 2.2])
     ax = plots.scaling(calm, "nprocs", "series", ideal=lambda p: p)
     assert not ax.texts and ax.get_ylim()[1] < 4
+
+
+def test_no_figure_text_is_smaller_than_what_a_phone_can_read():
+    """Every font size the figures use is at least plots.MIN_PT, and MIN_PT on a figure of
+    plots.WIDTH inches reads as 9 CSS px or more in a phone's 352 px column (the site test
+    checks the built figures as they are shown)."""
+    import re
+    from pathlib import Path
+
+    assert plots.MIN_PT * 352 / (72 * plots.WIDTH) >= 9
+    sizes = [v for k, v in plots.RC.items() if k.endswith(("size", "fontsize"))
+             and k != "lines.markersize"]
+    assert min(sizes) >= plots.MIN_PT, sizes
+    source = Path(plots.__file__).read_text()
+    literal = [int(n) for n in re.findall(r"fontsize=(\d+)", source)]
+    assert all(n >= plots.MIN_PT for n in literal), literal
+    fig, (ax,) = plots.new()
+    ax.plot([1, 2], [1, 2], label="a")
+    ax.legend()
+    plots.machine_note(ax, {"machine": {"cpu_model": "x" * 40, "usable_cores": 2},
+                            "utc_time": "2026-01-01T00:00:00+00:00"})
+    fig.canvas.draw()
+    texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text()]
+    assert min(t.get_fontsize() for t in texts) >= plots.MIN_PT
+    width = fig.get_tightbbox(fig.canvas.get_renderer()).width  # inches, as saved 'tight'
+    assert plots.MIN_PT * 352 / (72 * width) >= 9, f"the machine line widens the figure to {width:.1f} in"

@@ -79,6 +79,27 @@ def test_simulate_cli_writes_records(tmp_path):
     assert "Hockney fit: lambda = 0.4" in r.stdout and "intersocket link of orfeo" in r.stdout
 
 
+@needs_smpi
+def test_inputs_take_the_real_pingpong_not_a_newer_simulated_one(tmp_path):
+    """The README's `simulate pingpong --out results` after a real run: the Jacobi chapter's
+    declared input still resolves to the measured record, and the CLI says why."""
+    r = launch.mpirun([sys.executable, "-m", "hpclab", "run", "pingpong", "--profile", "quick",
+                       "--impl", "c", "--out", str(tmp_path), "--quiet"], n=2, timeout=300,
+                      what="pingpong CLI")
+    real = next(tmp_path.glob("pingpong-*.csv"))
+    r = launch.run_process([sys.executable, "-m", "hpclab", "simulate", "pingpong",
+                            "--platform", "two-host", "--profile", "quick", "--out",
+                            str(tmp_path)], timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert len(list(tmp_path.glob("pingpong-*.csv"))) == 2
+    r = launch.run_process([sys.executable, "-m", "hpclab", "inputs", "jacobi", "--results",
+                            str(tmp_path)], timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    pingpong_part = r.stdout.split("stream (")[0]
+    assert str(real) in pingpong_part, r.stdout
+    assert "simulated on platform two-host" in pingpong_part, r.stdout
+
+
 def test_missing_simgrid_says_how_to_get_it(tmp_path):
     (tmp_path / "empty").mkdir()
     env = {**os.environ, "PATH": str(tmp_path / "empty")}
@@ -161,3 +182,32 @@ def test_amdahl_phases_on_a_simulated_cluster():
     # one rank sends nothing; more ranks pay for distributing over the network
     assert w.loc[25, "distribute"] > w.loc[1, "distribute"]
     assert set(run.records["shape"]) == {"50x20x10"}
+
+
+def test_a_simulated_change_is_split_by_its_own_numbers_not_blamed_on_the_network():
+    """Most of this growth is compute: the words give each share from the times and name
+    the links the ranks' placement crosses, with the platform's sources, and claim no cause."""
+    import pandas as pd
+
+    from hpclab.experiments import jacobi
+
+    t = pd.DataFrame({"P": [1, 2, 48], "grid": ["1x1x1", "2x1x1", "4x4x3"],
+                      "ms per sweep": [1.0, 1.5, 2.59], "halo [ms]": [0.0, 0.2, 0.5],
+                      "halo share": [0.0, 0.13, 0.19], "slow-down": [1.0, 1.5, 2.59],
+                      "slow-down, report 001": [None, None, 1.3]})
+    words = jacobi.simulated_words(t, 64, simulate.platform("orfeo"))
+    assert "+0.5 ms in the halo exchange" in words and "+1.09 ms in the rest" in words
+    assert "communication is 31% of the growth" in words
+    assert "internode link (0.99 µs" in words and "Table 4" in words
+    assert "network's share" not in words and "19³" not in words
+    assert "(1200/64)³ = 6,592" in words
+
+
+@pytest.mark.parametrize("ranks, links", [
+    (1, []), (2, ["intrasocket"]), (13, ["intrasocket", "intersocket"]),
+    (25, ["intrasocket", "intersocket", "internode"]),
+])
+def test_the_links_a_placement_crosses_follow_the_platform(ranks, links):
+    assert simulate.links_crossed(simulate.platform("orfeo"), ranks) == links
+    words = simulate.placement_words(simulate.platform("orfeo"), ranks)
+    assert ("the internode link" in words) == ("internode" in links)

@@ -11,8 +11,11 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
+from hpclab import plots
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 WIDTHS = (1280, 400)
+MIN_TEXT_PX = 9  # CSS px: the least a reader should have to read in a figure
 
 playwright = pytest.importorskip("playwright.sync_api",
                                  reason="Playwright is not installed (pip install playwright)")
@@ -28,7 +31,8 @@ PAGE_STATE = """async () => {
   const imgs = [...main.querySelectorAll('img')];
   return {
     images: imgs.map(i => ({src: i.getAttribute('src'), alt: i.getAttribute('alt') || '',
-                            loaded: i.complete && i.naturalWidth > 0})),
+                            loaded: i.complete && i.naturalWidth > 0,
+                            shown: i.getBoundingClientRect().width, natural: i.naturalWidth})),
     overflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,
     text: main.innerText,
     links: [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href')),
@@ -128,6 +132,13 @@ def test_every_page_reads_well_offline(book, browser, width):
             alt = img["alt"].strip()
             if len(alt) < 20 or alt.endswith((".png", ".svg", ".jpg")) or "_images/" in alt:
                 problems.append(f"{name}: image {img['src']} has no real alt text ({alt!r})")
+            if img["loaded"] and img["natural"]:
+                # the smallest text of a figure (plots.MIN_PT at its dpi) as the reader sees it
+                px = plots.MIN_PT * plots.RC["figure.dpi"] / 72 * img["shown"] / img["natural"]
+                if px < MIN_TEXT_PX:
+                    problems.append(f"{name} at {width} px: figure {img['src']} is shown at "
+                                    f"{img['shown']:.0f} of its {img['natural']} px, so its "
+                                    f"smallest text is {px:.1f} px (at least {MIN_TEXT_PX})")
         if width <= 400 and state["overflow"] > 1:
             problems.append(f"{name}: {state['overflow']} px wider than a {width} px screen")
         for what in ("wide_math", "wide_text"):

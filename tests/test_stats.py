@@ -61,8 +61,54 @@ def test_an_estimate_whose_interval_reaches_zero_says_so():
     ok = stats.estimate_words(8.59, 4.1, 13.08, "GB/s", "bandwidth")
     assert ok == "8.59 GB/s (95% interval 4.10 to 13.08 GB/s)"
     bad = stats.estimate_words(8.59, -18.86, 36.04, "GB/s", "bandwidth")
-    assert bad.startswith("8.59 GB/s (95% interval -18.86 to 36.04 GB/s): the interval reaches")
-    assert "which no bandwidth can be" in bad
+    # the bound outside the domain is never printed: the words say what the data allow
+    assert bad.startswith("8.59 GB/s, not determined by these data: its 95% interval reaches "
+                          "0 GB/s, which no bandwidth can be"), bad
+    assert "-18.86" not in bad and "from above, by 36.04 GB/s" in bad
+
+
+FRACTION_CASES = [
+    # (value, low, high, what the words must say, what they must not)
+    (0.792, -0.054, 1.637, "covers every value a serial fraction can take", "-0.054"),
+    (0.792, 0.054, 1.637, "only bound s from below, by 0.054", "1.637"),
+    (0.05, -0.02, 0.12, "only bound s from above, by 0.120", "-0.020"),
+    (0.0, -0.02, 0.12, "at the bound: the fit stopped at 0", "-0.020"),
+    (1.0, 0.9, 1.1, "at the bound: the fit stopped at 1, the most", "1.100"),
+    (1.2, 1.1, 1.3, "which no serial fraction can be", "95% interval"),
+    (0.31, 0.30, 0.32, "(95% interval 0.300 to 0.320)", "not determined"),
+    (0.31, float("nan"), float("nan"), "no interval", "95% interval"),
+]
+
+
+@pytest.mark.parametrize("value, low, high, says, never", FRACTION_CASES)
+def test_a_serial_fraction_is_quoted_inside_its_domain(value, low, high, says, never):
+    words = stats.estimate_words(value, low, high, "", "serial fraction", 3, name="s",
+                                 domain=stats.FRACTION, basis="2 repetitions")
+    assert says in words and never not in words, words
+
+
+def test_an_interval_past_the_domain_names_what_it_rests_on_and_why():
+    words = stats.estimate_words(0.8, 0.7, 0.9, "", "ratio", name="the ratio",
+                                 domain=stats.Domain(1.0, np.inf), basis="3 runs",
+                                 why="the two ran on other cores")
+    assert "which no ratio can be" in words and words.endswith("the two ran on other cores")
+    inside = stats.estimate_words(1.8, 1.7, 1.9, "", "ratio", domain=stats.Domain(1.0, np.inf),
+                                  why="the two ran on other cores")
+    assert "other cores" not in inside
+    assert "not determined by 3 runs" in stats.estimate_words(
+        1.2, 0.8, 1.5, "", "ratio", domain=stats.Domain(1.0, np.inf), basis="3 runs")
+
+
+@pytest.mark.parametrize("domain, inside, outside", [
+    (stats.POSITIVE, [1e-9, 5.0], [0.0, -1.0, np.nan]),
+    (stats.NONNEGATIVE, [0.0, 5.0], [-1e-12, np.inf]),
+    (stats.FRACTION, [0.0, 0.5, 1.0], [-0.01, 1.01]),
+])
+def test_a_domain_holds_what_it_says(domain, inside, outside):
+    assert all(v in domain for v in inside) and not any(v in domain for v in outside)
+    lo, hi = domain.cut(-5.0, 5.0)
+    assert lo in domain or domain.low_open and lo == domain.low
+    assert hi in domain
 
 
 def test_an_estimate_whose_interval_spans_orders_of_magnitude_says_it_is_barely_bounded():

@@ -11,6 +11,10 @@
   folder has none, and the link is left out rather than pointing nowhere.
 * The site's own style sheet, ``book/_static/hpclab.css``: printed text wraps on a phone,
   wide tables get smaller type there and a shadow on the side that scrolls.
+* One build, one measurement of each quantity: the build gets an id (``HPCLAB_BUILD``,
+  inherited by every page's kernel), the runs its pages save carry it, and a page that takes
+  another chapter's measurement (``hpclab.inputs``) takes that build's, whichever page ran
+  first.
 """
 import os
 import re
@@ -96,7 +100,14 @@ def style_sheet(app, config):
     config.html_static_path = [*config.html_static_path, str(STATIC)]
 
 
+def build_id(app, config):
+    import uuid
+
+    os.environ.setdefault("HPCLAB_BUILD", uuid.uuid4().hex[:12])
+
+
 def setup(app):
+    app.connect("config-inited", build_id)
     app.connect("config-inited", repository_button)
     app.connect("config-inited", style_sheet)
     app.add_css_file("hpclab.css")

@@ -15,6 +15,10 @@ a simulated cluster (SimGrid SMPI, see :mod:`hpclab.simulate`) and saves the rec
 ``python -m hpclab check <kernel> [--upto N]`` (not under mpiexec: it starts its
 own) runs the kernel's correctness matrix at 1 .. N ranks and exits non-zero on
 a wrong answer. ``list`` names the kernels, ``machine`` describes this machine.
+
+``python -m hpclab inputs <experiment> [--results DIR]`` prints, for every measurement the
+chapter takes from another (its declared inputs), the saved record it resolves to and why,
+or what would be measured (:mod:`hpclab.inputs`).
 """
 from __future__ import annotations
 
@@ -63,6 +67,14 @@ def _parser():
                    "intersocket, internode")
     s.add_argument("--profile", choices=profiles.PROFILES, default=None)
     s.add_argument("--out", default="results", help="folder for the records (default: results)")
+    i = sub.add_parser("inputs", help="what a chapter takes from other chapters' records: "
+                       "the record each declared input resolves to and why")
+    i.add_argument("experiment", choices=registry.chapter_order())
+    i.add_argument("--results", default=None,
+                   help="folder of saved runs (default: results/ of this checkout, or "
+                   "$HPCLAB_RESULTS_DIR)")
+    i.add_argument("--profile", choices=profiles.PROFILES, default=None,
+                   help="take only runs of this profile (default: any)")
     sub.add_parser("machine", help="print what this machine is (JSON)")
     sub.add_parser("list", help="list the experiments")
     sub.add_parser("srun-mpi", help="print the srun --mpi= plugin this environment's MPI "
@@ -89,6 +101,11 @@ def main(argv=None):
         if warning:
             print(f"warning: {warning}", file=sys.stderr)
         print(plugin)
+        return 0
+    if args.command == "inputs":
+        from hpclab import inputs
+
+        print(inputs.report(args.experiment, args.results, args.profile))
         return 0
     if args.command == "machine":
         from hpclab import machine

@@ -176,6 +176,46 @@ def describe():
     }
 
 
+def count_words(n, one, many=None):
+    """'one socket', 'two sockets', '12 sockets' (``many``: the plural when not one + s)."""
+    words = {1: "one", 2: "two"}
+    return f"{words.get(n, n)} {one if n == 1 else many or one + 's'}"
+
+
+def listing(names, conjunction="and"):
+    """'a', 'a and b', 'a, b and c' (or 'or')."""
+    names = list(names)
+    return names[0] if len(names) == 1 else \
+        ", ".join(names[:-1]) + f" {conjunction} " + names[-1]
+
+
+def layout_words(info=None):
+    """'2 cores on one socket of one node': what a run's machine description says of its
+    shape (the cores the job may use; a description is of one node)."""
+    info = info or describe()
+    cores = info.get("usable_cores") or info.get("physical_cores") or "?"
+    sockets = info.get("sockets") or 1
+    return f"{cores} cores on {count_words(sockets, 'socket')} of one node"
+
+
+def cannot_show(info, wanted):
+    """The sentence of what a machine cannot show of ``wanted``, (words, needs) pairs whose
+    ``needs`` is a dict of least ``cores``, ``sockets`` or ``nodes``: computed from the
+    run's machine description, never typed into a page."""
+    info = info or describe()
+    have = {"cores": info.get("usable_cores") or info.get("physical_cores") or 1,
+            "sockets": info.get("sockets") or 1, "nodes": 1}
+    lacks = [words for words, needs in wanted if any(have[k] < v for k, v in needs.items())]
+    shows = [words for words, _ in wanted if words not in lacks]
+    text = f"This machine has {layout_words(info)}"
+    if lacks:
+        text += f", so it cannot show {listing(lacks, 'or')}"
+    if shows:
+        text += (f"{'; it can show' if lacks else ', enough to show'} {listing(shows)}, "
+                 "on more ranks than this page's runs use")
+    return text + "."
+
+
 def summary(info=None):
     """One line for figure captions: CPU, cores, MPI."""
     info = info or describe()

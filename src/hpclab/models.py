@@ -44,6 +44,8 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
+from hpclab.stats import FRACTION, NONNEGATIVE, POSITIVE, Domain, estimate_words
+
 
 class FitError(ValueError):
     """The data cannot be fitted: too few points, bad values, or no convergence."""
@@ -62,7 +64,9 @@ class Model:
     func: Callable
     params: tuple
     guess: Callable
-    bounds: tuple
+    # where each parameter can physically lie (hpclab.stats.Domain): fits stay inside, and
+    # quoting an estimate says when its interval reaches past an end
+    domains: tuple
     x_min: float
     x_min_inclusive: bool
     x_name: str
@@ -74,6 +78,15 @@ class Model:
 
     def __call__(self, x, *params):
         return self.func(as_inputs(self, x), *params)
+
+    @property
+    def bounds(self):
+        """(lows, highs) of the parameters, from their domains, for bounded least squares."""
+        return ([d.low for d in self.domains], [d.high for d in self.domains])
+
+    def domain(self, param) -> Domain:
+        """The physical domain of one parameter."""
+        return self.domains[self.params.index(param)]
 
 
 def as_inputs(model, x):
@@ -145,16 +158,16 @@ def _saturation_guess(x, y):
 
 
 HOCKNEY = Model("hockney", "T(n) = λ + n/B", _hockney, ("lambda", "B"), _hockney_guess,
-                ([-np.inf, 0.0], [np.inf, np.inf]), 0.0, True, "message size n", "time T")
+                (NONNEGATIVE, POSITIVE), 0.0, True, "message size n", "time T")
 EFFECTIVE_BANDWIDTH = Model("effective_bandwidth", "B_eff(n) = n/(λ + n/B)", _beff,
-                            ("lambda", "B"), _beff_guess, ([0.0, 0.0], [np.inf, np.inf]),
+                            ("lambda", "B"), _beff_guess, (NONNEGATIVE, POSITIVE),
                             0.0, False, "message size n", "bandwidth B_eff")
 RING = Model("ring", "T(P) = λ·P", _ring, ("lambda",), lambda x, y: [np.mean(y / x)],
-             ([-np.inf], [np.inf]), 1.0, True, "ranks P", "time T")
+             (NONNEGATIVE,), 1.0, True, "ranks P", "time T")
 AMDAHL = Model("amdahl", "S(N) = 1/(s + (1-s)/N)", _amdahl, ("s",), lambda x, y: [0.1],
-               ([0.0], [1.0]), 1.0, True, "workers N", "speed-up S")
+               (FRACTION,), 1.0, True, "workers N", "speed-up S")
 GUSTAFSON = Model("gustafson", "S(N) = N - s(N-1)", _gustafson, ("s",), lambda x, y: [0.1],
-                  ([0.0], [1.0]), 1.0, True, "workers N", "scaled speed-up S")
+                  (FRACTION,), 1.0, True, "workers N", "scaled speed-up S")
 
 def _saturation_canonical(b1, bmax):
     # every b1 >= Bmax draws the same min(n·b1, Bmax) for n >= 1 (a second thread that
@@ -163,11 +176,11 @@ def _saturation_canonical(b1, bmax):
 
 
 SATURATION = Model("saturation", "B(n) = min(n·b1, Bmax)", _saturation, ("b1", "Bmax"),
-                   _saturation_guess, ([0.0, 0.0], [np.inf, np.inf]), 1.0, True, "threads n",
+                   _saturation_guess, (POSITIVE, POSITIVE), 1.0, True, "threads n",
                    "bandwidth B", canonical=_saturation_canonical)
 SATURATION_SMOOTH = Model("saturation_smooth", "B(n) = Bmax·(1 − exp(−n·b1/Bmax))",
                           _saturation_smooth, ("b1", "Bmax"), _saturation_guess,
-                          ([0.0, 0.0], [np.inf, np.inf]), 1.0, True, "threads n", "bandwidth B")
+                          (POSITIVE, POSITIVE), 1.0, True, "threads n", "bandwidth B")
 
 
 # bytes of one halo face per cut direction and neighbour: L² doubles, both ways
@@ -205,12 +218,12 @@ def _cg_guess(X, y):
 
 JACOBI = Model("jacobi", "P(L,N) = L³N/(L³·t + 16·L²·k/B + k·λ)", _jacobi,
                ("t_update", "B", "lambda"), _jacobi_guess,
-               ([0.0, 0.0, 0.0], [np.inf, np.inf, np.inf]), 0.0, True,
+               (POSITIVE, POSITIVE, NONNEGATIVE), 0.0, True,
                "cells per side L, ranks N, cut directions k", "lattice updates per second",
                inputs=("L", "N", "k"))
 CG_ITERATION = Model("cg_iteration", "T(N,P) = t·N²/P + r·N·h(P) + a·⌈log2 P⌉", _cg_iteration,
                      ("t_point", "t_row", "t_reduce"), _cg_guess,
-                     ([0.0, 0.0, 0.0], [np.inf, np.inf, np.inf]), 1.0, True,
+                     (NONNEGATIVE, NONNEGATIVE, NONNEGATIVE), 1.0, True,
                      "mesh points per side N, ranks P", "time per iteration T",
                      inputs=("N", "P"))
 
@@ -294,6 +307,17 @@ class Fit:
     @property
     def npoints(self):
         return int(np.shape(self.x)[-1])
+
+    def words(self, param, quantity, unit="", scale=1.0, digits=2, name=None, **kw):
+        """The estimate of ``param`` with its 95% interval in words
+        (:func:`hpclab.stats.estimate_words` with the parameter's declared domain): scaled
+        by ``scale`` into ``unit``; what the fit rests on is its number of points."""
+        lo, hi = self.ci95[param]
+        d = self.model.domain(param)
+        domain = Domain(d.low * scale, d.high * scale, d.low_open, d.high_open)
+        kw.setdefault("basis", f"{self.npoints} points")
+        return estimate_words(self.params[param] * scale, lo * scale, hi * scale, unit,
+                              quantity, digits, name=name or param, domain=domain, **kw)
 
     def table(self):
         """Estimates, standard errors and 95% intervals as a DataFrame."""

@@ -29,7 +29,12 @@ DASHES = ["-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (3, 1)), (0, (1, 1))]
 RC = {"font.size": 12, "axes.titlesize": 12, "axes.labelsize": 12, "legend.fontsize": 10,
       "xtick.labelsize": 11, "ytick.labelsize": 11, "lines.markersize": 5,
       "axes.grid": True, "grid.alpha": 0.3, "figure.dpi": 100}
-WIDTH, HEIGHT = 5.6, 3.8  # inches: at 100 dpi, tick labels stay above 9 px on a 400 px phone
+WIDTH, HEIGHT = 5.2, 3.6  # inches, at RC's 100 dpi
+# the least font size any figure uses: a figure of WIDTH inches shown in a phone's 352 px
+# column (a 400 px screen) prints MIN_PT as MIN_PT · 352 / (72 · WIDTH) ≥ 9 CSS px, with a
+# little room for labels outside the axes (tests/test_site.py checks every figure of the
+# built site as it is shown)
+MIN_PT = 10
 
 IMPL_NAMES = {"c": "C", "cython": "Cython", "python": "mpi4py buffers",
               "pickle": "mpi4py pickle"}
@@ -86,10 +91,10 @@ def _finish(ax, title=None, legend=True):
     return ax
 
 
-def machine_note(ax, meta, width=90):
+def machine_note(ax, meta, width=70):
     """Write which machine (and when) a figure was measured on under it."""
     text = "\n".join(textwrap.wrap(caption(meta), width))
-    ax.figure.text(0.0, -0.01, text, ha="left", va="top", fontsize=8, color="0.3",
+    ax.figure.text(0.0, -0.01, text, ha="left", va="top", fontsize=MIN_PT, color="0.3",
                    transform=ax.figure.transFigure)
     return ax
 
@@ -319,7 +324,7 @@ def _cut_long_bars(ax, points, x, scale, ideal=None):
     ax.plot(points[x].to_numpy(float)[cut], np.full(int(cut.sum()), cap), ls="none",
             marker="^", ms=7, color="0.3", clip_on=False)
     ax.annotate("▲ interval cut at the axis (too few runs to bound it)", (0.01, 0.99),
-                xycoords="axes fraction", ha="left", va="top", fontsize=9, color="0.3")
+                xycoords="axes fraction", ha="left", va="top", fontsize=MIN_PT, color="0.3")
 
 
 @_styled
@@ -333,7 +338,7 @@ def model_lines(x, lines, ax=None, xlabel="", ylabel="", title=None, marks=()):
     for pos, text in marks:
         ax.axvline(pos, color="0.5", ls=":")
         ax.annotate(text, (pos, 1), xycoords=("data", "axes fraction"), xytext=(3, -12),
-                    textcoords="offset points", fontsize=10, color="0.3")
+                    textcoords="offset points", fontsize=MIN_PT, color="0.3")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     return _finish(ax, title)
@@ -376,7 +381,7 @@ def roofline(roofs, kernels=None, ax=None, title=None, intensity=(1e-2, 1e2)):
         if i_k > 0:
             ax.axvline(i_k, color="0.6", ls=":")
             ax.annotate(name, (i_k, 0.02), xycoords=("data", "axes fraction"),
-                        xytext=(3, 0), textcoords="offset points", fontsize=10, color="0.3")
+                        xytext=(3, 0), textcoords="offset points", fontsize=MIN_PT, color="0.3")
     ax.set_xlabel("arithmetic intensity [flop/byte]")
     ax.set_ylabel("attainable [GFLOP/s]")
     return _finish(ax, title)
@@ -443,8 +448,8 @@ def ring_diagram(P=6, ax=None):
                                     connectionstyle="arc3,rad=0.25"))
         ax.add_patch(plt.Circle((x[r], y[r]), 0.16, color="0.92", ec="0.3"))
         ax.text(x[r], y[r], str(r), ha="center", va="center", fontsize=12)
-    ax.text(0, 0.08, "to the right (solid): −r, +rank", ha="center", color=right, fontsize=10)
-    ax.text(0, -0.1, "to the left (dashed): +r, −rank", ha="center", color=left, fontsize=10)
+    ax.text(0, 0.08, "to the right (solid): −r, +rank", ha="center", color=right, fontsize=MIN_PT)
+    ax.text(0, -0.1, "to the left (dashed): +r, −rank", ha="center", color=left, fontsize=MIN_PT)
     ax.set_xlim(-1.45, 1.45)
     ax.set_ylim(-1.45, 1.45)
     ax.set_aspect("equal")
@@ -497,11 +502,11 @@ def simulated_vs_published(steps, published, marks=(), ax=None, xlabel="", ylabe
     for pos, text in marks:
         ax.axvline(pos, color="0.5", ls=":")
         ax.annotate(text, (pos, 0), xycoords=("data", "axes fraction"), xytext=(3, 4),
-                    textcoords="offset points", fontsize=10, color="0.3", rotation=90)
+                    textcoords="offset points", fontsize=MIN_PT, color="0.3", rotation=90)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
     if title:
         ax.set_title(title)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, fontsize=10)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, fontsize=MIN_PT)
     return ax

@@ -97,6 +97,7 @@ class Run:
     """
 
     def __init__(self, records, meta):
+        self.path = None  # the CSV in results/ once saved or loaded
         meta = dict(meta)
         meta.setdefault("run_id", uuid.uuid4().hex[:12])
         df = frame(records.to_dict("records") if isinstance(records, pd.DataFrame) else records)
@@ -149,7 +150,11 @@ class Run:
         folder that also receives them as ``<experiment>-records.csv`` and ``.json`` (or
         ``<name>-records``), names that stay the same from build to build, so that a book
         page can offer them for download."""
-        path = save(self.records, self.meta, out_dir)
+        # a run saved once (or loaded from results/) is not written to results/ again
+        saved = getattr(self, "path", None)
+        path = saved if saved is not None and out_dir is None else save(self.records, self.meta,
+                                                                         out_dir)
+        self.path = path
         if publish is not None:
             folder = Path(publish)
             folder.mkdir(parents=True, exist_ok=True)
@@ -203,6 +208,8 @@ def metadata(experiment, profile, extra=None):
         "utc_time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command_line": list(sys.argv),
         "machine": machine.describe(),
+        # the book build under way (hpclab.inputs): pages of one build share its runs
+        **({"build": os.environ["HPCLAB_BUILD"]} if os.environ.get("HPCLAB_BUILD") else {}),
         **(extra or {}),
     }
 
@@ -258,11 +265,15 @@ def load(path):
     meta = json.loads(js.read_text()) if js.exists() else {}
     if "run" in df.columns and "run_id" not in meta and df["run"].nunique() == 1:
         meta["run_id"] = str(df["run"].iloc[0])
-    return Run(df, meta)
+    run = Run(df, meta)
+    run.path = csv
+    return run
 
 
 def latest(experiment, out_dir=None):
-    """The newest saved run of an experiment, or None."""
-    out = Path(out_dir) if out_dir is not None else results_dir()
-    runs = sorted(out.glob(f"{experiment}-*.csv"))
-    return load(runs[-1]) if runs else None
+    """The newest saved run of an experiment measured here (:func:`hpclab.inputs.resolve`:
+    this host and MPI library, not simulated, this book build when one is under way), or
+    None."""
+    from hpclab import inputs
+
+    return inputs.resolve(experiment, out_dir=out_dir).run

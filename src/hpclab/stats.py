@@ -153,25 +153,128 @@ def _factor(f):
     return f"a factor of {f:,.0f}" if f < 1000 else "more than a factor of 1,000"
 
 
+@dataclass(frozen=True)
+class Domain:
+    """Where a quantity can physically lie: ``low`` to ``high``, each end closed (the value
+    itself allowed) unless ``*_open``. Models declare one per parameter
+    (:attr:`hpclab.models.Model.domains`); :func:`estimate_words` quotes an estimate within
+    it."""
+
+    low: float = 0.0
+    high: float = np.inf
+    low_open: bool = False
+    high_open: bool = False
+
+    def __contains__(self, x):
+        x = float(x)
+        above = x > self.low if self.low_open else x >= self.low
+        below = x < self.high if self.high_open else x <= self.high
+        return bool(np.isfinite(x) and above and below)
+
+    @property
+    def bounds(self):
+        """(low, high) for a bounded least-squares fit."""
+        return float(self.low), float(self.high)
+
+    def at_end(self, value, low=np.nan, high=np.nan):
+        """The end of the domain that ``value`` sits on, to rounding (where a bounded fit
+        stops), or None: "on" means within 1e-4 of the interval's width (or of the value), with
+        the interval reaching that end (a bounded fit's Wald interval straddles it)"""
+        width = abs(high - low) if np.isfinite(high - low) else 0.0
+        scale = max(width, abs(value), 1e-300)
+        for end, crosses in ((self.low, not low > self.low), (self.high, not high < self.high)):
+            if np.isfinite(end) and crosses and abs(value - end) <= 1e-4 * scale:
+                return end
+        return None
+
+    def cut(self, low, high):
+        """An interval cut to the domain (a 95% interval of a quantity that lies in the domain
+        keeps its coverage when cut): (max(low, self.low), min(high, self.high))."""
+        return max(float(low), self.low), min(float(high), self.high)
+
+    def text(self):
+        """'between 0 and 1', 'above 0', '0 or more', '1 or more'."""
+        if np.isfinite(self.high):
+            return f"between {self.low:g} and {self.high:g}"
+        return f"above {self.low:g}" if self.low_open else f"{self.low:g} or more"
+
+
+POSITIVE = Domain(0.0, np.inf, low_open=True)   # a time, a bandwidth, a rate, a ratio of them
+NONNEGATIVE = Domain(0.0, np.inf)                # a latency: zero is the least it can be
+FRACTION = Domain(0.0, 1.0)                      # a serial fraction, a share
+UNBOUNDED = Domain(-np.inf, np.inf)              # a difference, an exponent
+
+
 def estimate_words(value, low, high, unit, quantity, digits=2, points=None, name="it",
-                   value_unit=None):
-    """'8.59 GB/s (95% interval 4.10 to 13.08 GB/s)' for a quantity that cannot be zero or
-    negative (a latency, a bandwidth, a ratio), and, when the interval reaches zero or below,
-    the words that say the data do not determine it (``name``) instead of showing the bound
-    silently; an interval wider than a factor :data:`WIDE` is said to bound it barely.
-    ``points`` is added inside the brackets ('2 values of P'); ``value_unit`` replaces the
-    unit after the value ('µs per step'). Without an interval (NaN) the value stands alone,
-    said to have none."""
+                   value_unit=None, domain=POSITIVE, basis=None, why=None):
+    """The one way a page or a lab quotes an estimate with its 95% interval: '8.59 GB/s (95%
+    interval 4.10 to 13.08 GB/s)' when the whole interval lies in the quantity's physical
+    ``domain`` (by default above zero: a latency, a bandwidth, a ratio), and otherwise the
+    words that say what the data do and do not determine, never a bound outside the domain:
+
+    - an estimate on an end of the domain (where a bounded fit stopped) is 'at the bound';
+    - an interval reaching past an end is cut there and said not to determine ``name``, or,
+      when it reaches past both ends, to allow every value the quantity can take;
+    - an interval wider than a factor :data:`WIDE` is said to bound ``name`` barely;
+    - without an interval (NaN) the value stands alone, said to have none;
+    - an estimate outside the domain is said to be impossible, not quoted as a result.
+
+    ``basis`` says what the estimate rests on ('2 repetitions', '3 values of P'): it names
+    what did not determine the quantity; ``points`` adds it inside the brackets.
+    ``value_unit`` replaces the unit after the value ('µs per step'). ``why`` is added when
+    the estimate or its interval leaves the domain: what makes that possible here (two runs
+    placed differently, a model that misses a cost)."""
+    text = _estimate_text(value, low, high, unit, quantity, digits, points, name, value_unit,
+                          domain, basis)
+    if why and (value not in domain or not (np.isfinite(low) and np.isfinite(high))
+                or domain.cut(low, high) != (low, high) or domain.at_end(value, low, high)
+                is not None):
+        text += f"; {why}"
+    return text
+
+
+def _estimate_text(value, low, high, unit, quantity, digits, points, name, value_unit, domain,
+                   basis):
     unit_after = f" {unit}" if unit else ""
-    value_text = f"{value:,.{digits}f}{' ' + (value_unit or unit) if (value_unit or unit) else ''}"
+    vu = value_unit or unit
+    value_text = f"{value:,.{digits}f}{' ' + vu if vu else ''}"
+    basis = basis or points or "these data"
+    if not np.isfinite(value):
+        return f"not determined ({basis} gave no estimate)"
+    if value not in domain:
+        return (f"{value_text}, which no {quantity} can be (a {quantity} is "
+                f"{domain.text()}): {basis} do not determine {name}")
     if not (np.isfinite(low) and np.isfinite(high)):
         return f"{value_text} (no interval: too few runs)"
     extra = f", {points}" if points else ""
+    below = low < domain.low or (domain.low_open and low <= domain.low)
+    above = high > domain.high or (domain.high_open and high >= domain.high)
+    lo_txt, hi_txt = f"{domain.low:g}", f"{domain.high:g}"
+    end = domain.at_end(value, low, high)
+    if end is not None:
+        least = end == domain.low
+        other = (f"; they allow up to {_bound(min(high, domain.high), digits)}{unit_after}"
+                 if least and not above else
+                 f"; they allow down to {_bound(max(low, domain.low), digits)}{unit_after}"
+                 if not least and not below else "")
+        return (f"{value_text}, at the bound: the fit stopped at {end:g}"
+                f"{unit_after}, the {'least' if least else 'most'} a {quantity} can be, so "
+                f"{basis} do not determine {name}{other}")
+    if below and above:
+        return (f"{value_text}, not determined by {basis}: its 95% interval covers every value "
+                f"a {quantity} can take ({domain.text()}{unit_after})")
+    if below:
+        edge = "which no" if domain.low_open else "the least a"
+        return (f"{value_text}, not determined by {basis}: its 95% interval reaches "
+                f"{lo_txt}{unit_after}, {edge} {quantity} can be, so they only bound "
+                f"{name} from above, by {_bound(high, digits)}{unit_after}")
+    if above:
+        edge = "which no" if domain.high_open else "the most a"
+        return (f"{value_text}, not determined by {basis}: its 95% interval reaches "
+                f"{hi_txt}{unit_after}, {edge} {quantity} can be, so they only bound "
+                f"{name} from below, by {_bound(low, digits)}{unit_after}")
     text = (f"{value_text} (95% interval {_bound(low, digits)} to {_bound(high, digits)}"
             f"{unit_after}{extra})")
-    if low <= 0:
-        text += (f": the interval reaches zero or below, which no {quantity} can be, so these "
-                 f"points do not determine {name}")
-    elif high / low > WIDE:
+    if low > 0 and high / low > WIDE:
         text += f": its ends differ by {_factor(high / low)}, so these runs barely bound {name}"
     return text

@@ -22,7 +22,15 @@ def _label(param):
     return f"{name} [{unit}]" if unit else name
 
 
-NON_NEGATIVE = {"lambda", "B", "b1", "Bmax"}
+def _domain_note(domain, value, lo, hi):
+    """A fit table's note on an interval that leaves the parameter's domain (short enough
+    that pandas shows it whole: 50 characters at most), and the interval cut to it."""
+    if domain.at_end(value, lo, hi) is not None:
+        return "at the bound of its domain: not determined", domain.cut(lo, hi)
+    cut = domain.cut(lo, hi)
+    if cut != (lo, hi):
+        return f"interval cut to {domain.text()}: not determined", cut
+    return "", (lo, hi)
 
 
 def fits(*fits, names=None, digits=3):
@@ -30,19 +38,16 @@ def fits(*fits, names=None, digits=3):
     of a two-segment fit), in the units of :data:`UNITS`, with the points and degrees of
     freedom behind each.
 
-    ``names`` labels the fits (default: the model's name, or the segment of a two-segment
-    fit)."""
+    An interval that reaches past the parameter's physical domain (a latency below zero, a
+    serial fraction above one) is cut to it, and a note says the fit does not determine
+    the parameter. ``names`` labels the fits (default: the model's name, or the segment of
+    a two-segment fit)."""
     rows, flagged = [], False
     for k, fit in enumerate(fits):
         for label, f in _parts(fit, names[k] if names else None):
             for p, value in f.params.items():
                 _, _, factor = UNITS.get(p, (p, "", 1.0))
-                lo, hi = f.ci95[p]
-                # a latency, bandwidth or fraction cannot be negative: say when the interval
-                # reaches there, rather than show it as if it were a range of possible values
-                # (short enough that pandas shows it whole: 50 characters at most)
-                note = ("interval reaches below 0: not determined" if p in NON_NEGATIVE
-                        and lo <= 0 else "")
+                note, (lo, hi) = _domain_note(f.model.domain(p), value, *f.ci95[p])
                 flagged = flagged or bool(note)
                 rows.append({"fit": label, "parameter": _label(p), "estimate": value * factor,
                              "std. error": f.stderr[p] * factor, "95% low": lo * factor,

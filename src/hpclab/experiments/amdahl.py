@@ -25,7 +25,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from hpclab import launch, models, profiles, records
+from hpclab import launch, machine, models, profiles, records
+from hpclab import stats as hstats
 from hpclab.experiments import in_job, on_engines
 from hpclab.experiments.stream import add_bandwidth as stream_add  # noqa: F401
 from hpclab.kernels import registry
@@ -214,10 +215,14 @@ def serial_fraction(df, impl="c", distribution="none", shape=None, kind="strong"
     w = _reps(df, kind, impl, distribution, shape, nprocs)
     s = (w[list(SERIAL_PHASES)].sum(axis=1) / w["total"]).to_numpy()
     mean = float(s.mean())
-    if s.size < 2:
-        return {"s": mean, "low": np.nan, "high": np.nan, "reps": int(s.size)}
-    half = stats.t.ppf(0.975, s.size - 1) * s.std(ddof=1) / np.sqrt(s.size)
-    return {"s": mean, "low": mean - half, "high": mean + half, "reps": int(s.size)}
+    low = high = np.nan
+    if s.size >= 2:
+        half = stats.t.ppf(0.975, s.size - 1) * s.std(ddof=1) / np.sqrt(s.size)
+        low, high = mean - half, mean + half
+    words = hstats.estimate_words(
+        mean, low, high, "", "serial fraction", 3, name="s", domain=hstats.FRACTION,
+        basis=f"{s.size} repetition{'s' if s.size != 1 else ''}")
+    return {"s": mean, "low": low, "high": high, "reps": int(s.size), "words": words}
 
 
 def amdahl_speedup(s, nprocs):
@@ -468,6 +473,12 @@ def _growth_words(df, shape, pmax):
                       (f"distributing and collecting on {pmax} ranks", "the same on one rank"))
 
 
+# what report 001's Amdahl study shows that a machine needs enough cores and sockets for
+CANNOT_SHOW = (("the report's 12-process socket", {"cores": 12}),
+               ("the jump to the second socket", {"sockets": 2}),
+               ("a fit of s with spare degrees of freedom", {"cores": 4}))
+
+
 def numbers(run, roof, orfeo_topo, orfeo_ref):
     """Every number the chapter's text quotes, computed (name -> value)."""
     from hpclab import stats
@@ -519,9 +530,8 @@ def numbers(run, roof, orfeo_topo, orfeo_ref):
         "impl_create_words": _phase_words(df, shape, "create", ("python", "c"), 1),
         "dist_growth_words": _growth_words(df, shape, pmax),
         "roof_words": roof_words, "g_words": g_words,
-        "shape": shape, "pmax": pmax, "s": s["s"], "s_low": max(s["low"], 0.0),
-        "s_high": min(s["high"], 1.0), "s_reps": s["reps"],
-        "s_clipped": "clipped to 1, the largest s can be; " if s["high"] > 1 else "",
+        "shape": shape, "pmax": pmax, "s": s["s"], "s_words": s["words"],
+        "cannot_words": machine.cannot_show(run.meta.get("machine"), CANNOT_SHOW),
         "create_share": one["create"] / one.sum() * 100,
         "add_share": one["add"] / one.sum() * 100,
         "pred_pmax": float(amdahl_speedup(s["s"], pmax)),
@@ -529,12 +539,12 @@ def numbers(run, roof, orfeo_topo, orfeo_ref):
             float(measured.loc[pmax, "median"]), float(measured.loc[pmax, "worst"]),
             float(measured.loc[pmax, "best"]), "", "speed-up", name="the speed-up"),
         "ceiling": 1 / s["s"], "fit_note": fit_note,
-        "syn_s": syn_s, "syn_fit": syn_fit["s"], "syn_low": syn_fit.ci95["s"][0],
-        "syn_high": syn_fit.ci95["s"][1], "syn_procs": syn_procs,
+        "syn_s": syn_s, "syn_fit": syn_fit["s"], "syn_procs": syn_procs,
+        "syn_words": syn_fit.words("s", "serial fraction", digits=3),
         "syn_inside": "inside" if syn_fit.ci95["s"][0] <= syn_s <= syn_fit.ci95["s"][1]
         else "outside",
-        "syn_asked": asked_fit["s"], "syn_asked_low": asked_fit.ci95["s"][0],
-        "syn_asked_high": asked_fit.ci95["s"][1],
+        "syn_asked": asked_fit["s"],
+        "syn_asked_words": asked_fit.words("s", "serial fraction", digits=3),
         "syn_asked_inside": "inside" if asked_fit.ci95["s"][0] <= syn_s
         <= asked_fit.ci95["s"][1] else "outside",
         "syn_over_ms": float(synthetic_oversleep(df)["oversleep"].median()) * 1e3,
@@ -567,7 +577,7 @@ def speedup_points(df, shape=None):
     pts = speedups(df, shape=shape).assign(series="measured (C, no topology)")
     lines = {f"Amdahl, s = {s['s']:.2f} from P = 1": S}
     if np.isfinite(s["low"]):
-        for end in (max(s["low"], 0.0), min(s["high"], 1.0)):
+        for end in hstats.FRACTION.cut(s["low"], s["high"]):
             lines[f"s = {end:.2f} (end of its 95% interval)"] = amdahl_speedup(end, p)
     return pts, p, lines
 
@@ -644,22 +654,25 @@ def simulated_table(df):
     return w.reset_index()
 
 
-def simulated_words(df, table, orfeo):
-    """The simulated serial fraction and speed-ups in sentences computed from them."""
+def simulated_words(df, table, orfeo, spec):
+    """The simulated serial fraction and speed-ups in sentences computed from them: what
+    changed from one rank to the most, split into messages and arithmetic by the phases'
+    own times, and where the ranks sit on the platform ``spec`` (simulate.platform)."""
+    from hpclab import simulate
+
     s = serial_fraction(df, kind="simulated", shape=str(df["shape"].iloc[0]))
-    top = table.iloc[-1]
-    two = table[table["P"] == 2]
+    top, one = table.iloc[-1], table.iloc[0]
     grow = ""
-    if len(two):
-        comm2 = float(two["distribute [ms]"].iloc[0] + two["collect [ms]"].iloc[0])
-        commp = float(top["distribute [ms]"] + top["collect [ms]"])
-        grow = (f" Distributing and collecting take {comm2:.3g} ms at P = 2 and {commp:.3g} ms "
-                f"at P = {int(top['P'])}: they cross the network, and Amdahl's law has no term "
-                "for work that appears only when P > 1.")
-    interval = (f" (95% interval {s['low']:.3f} to {s['high']:.3f} over {s['reps']} "
-                "repetitions)" if np.isfinite(s["low"]) else "")
+    if int(top["P"]) > int(one["P"]):
+        def both(*cols):
+            return tuple(float(sum(r[f"{c} [ms]"] for c in cols)) for r in (one, top))
+        grow = " " + simulate.change_words(
+            int(one["P"]), int(top["P"]), both("distribute", "collect"), both("create", "add"),
+            "distributing and collecting", "creating and adding")
+        grow += (f" At P = {int(top['P'])}: {simulate.placement_words(spec, int(top['P']))}. "
+                 "Amdahl's law has no term for work that appears only when P > 1.")
     o = orfeo_s(orfeo)
-    return (f"Simulated s at P = 1: {s['s']:.3f}{interval}. At P = {int(top['P'])} Amdahl's "
+    return (f"Simulated s at P = 1: {s['words']}. At P = {int(top['P'])} Amdahl's "
             f"law with it predicts S = {top['S Amdahl (s at P = 1)']:.2f}; the simulation gives "
             f"S = {top['S simulated']:.2f}.{grow} Report 001 fitted s = {o['s']:.2f} on one "
             f"socket (1 to {o['high']} processes), which caps S at {o['ceiling']:.2f}.")

@@ -180,17 +180,25 @@ def halo_bandwidth(df, lam):
     return w
 
 
+def neighbours_per_direction(dims):
+    """Faces the busiest rank exchanges along each direction of a non-periodic process grid:
+    none where the direction is not cut, one where it is cut in two (every rank is at an
+    end), two from three ranks on (a middle rank)."""
+    return [min(int(q) - 1, 2) for q in dims]
+
+
 def surface_to_volume(points=120, procs=(2, 4, 8, 12, 24, 48)):
     """Halo doubles per interior point of the busiest rank, per decomposition, for a global
-    points³ grid: why a cube beats a slab as P grows."""
+    points³ grid (not periodic: a direction cut in two gives each rank one neighbour there):
+    why a cube beats a slab as P grows."""
     rows = []
     for p in procs:
         row = {"P": p}
         for d in DECOMPOSITIONS:
             dims = grid_of(d, p)
             local = [-(-points // q) for q in dims]
-            faces = sum(2 * np.prod([local[j] for j in range(3) if j != i])
-                        for i in range(3) if dims[i] > 1)
+            faces = sum(n * np.prod([local[j] for j in range(3) if j != i])
+                        for i, n in enumerate(neighbours_per_direction(dims)))
             row[d] = faces / np.prod(local)
         rows.append(row)
     return pd.DataFrame(rows).set_index("P").round(4)
@@ -203,6 +211,22 @@ def orfeo_table(t5):
     t["measured (implied) [MLUP/s]"] = t["nprocs"] * t["P1_MLUPs"] / t["slowdown"]
     t["model / measured"] = t["P_model_MLUPs"] / t["measured (implied) [MLUP/s]"]
     return t
+
+
+def c_column_words(t5):
+    """What the published c column of Table 5 is, row by row, against eq. (8)'s 16·L²·k bytes
+    and the 16·L²·N bytes most of its rows print: counted, not asserted."""
+    t = t5[t5["k"] > 0]
+    eq8 = np.isclose(t["c_MB"], 16 * t["L"] ** 2 * t["k"] / 1e6, rtol=1e-3)
+    per_n = np.isclose(t["c_MB"], 16 * t["L"] ** 2 * t["nprocs"] / 1e6, rtol=1e-3)
+    words = (f"Of the {len(t)} rows with a cut, {int(per_n.sum())} print c = 16·L²·N bytes and "
+             f"{int(eq8.sum())} eq. (8)'s 16·L²·k")
+    odd = t[~eq8 & ~per_n]
+    if len(odd):
+        words += "; " + ", ".join(f"the {r.placement} row at N = {r.nprocs} prints "
+                                  f"{r.c_MB:,.2f} MB, which is neither"
+                                  for r in odd.itertuples())
+    return words
 
 
 def orfeo_display(t5):
@@ -294,10 +318,8 @@ def roof_words(share, L, meta):
     """What the page says of the one-rank compute phase against the memory bound: whether
     that bound applies at all (arrays in the last-level cache), is passed (the two were not
     measured side by side), is reached (within 5%), or what keeps one core from it."""
-    caches = [c for c in meta.get("machine", {}).get("caches", [])
-              if c.get("type") != "Instruction" and c.get("size_bytes")]
-    largest = max((c["size_bytes"] for c in caches), default=0)
-    arrays = 3 * (L + 2) ** 3 * 8
+    largest = _largest_cache(meta)
+    arrays = _array_bytes(L)
     if arrays <= largest:
         return (f"Its three arrays, {arrays / 2**20:.1f} MiB, fit in the {largest / 2**20:.0f} "
                 "MiB cache, so the memory bound does not apply at this size.")
@@ -313,6 +335,37 @@ def roof_words(share, L, meta):
             "loads six neighbours from cache and does ten floating-point operations. The "
             "Jacobi bench (make bench) separates the two with a pass that moves exactly the "
             "sweep's memory traffic and has no stencil.")
+
+
+def _largest_cache(meta):
+    """The largest data cache the run's machine description lists, in bytes (0: none)."""
+    caches = [c for c in meta.get("machine", {}).get("caches", [])
+              if c.get("type") != "Instruction" and c.get("size_bytes")]
+    return max((c["size_bytes"] for c in caches), default=0)
+
+
+def _array_bytes(L):
+    """The bytes of one rank's three arrays (u, u_new, f with their halos) at L."""
+    return 3 * (L + 2) ** 3 * 8
+
+
+def bound_regime_words(sizes, meta):
+    """The regime the one-core memory bound holds in, from the run's sizes and caches: it
+    bounds sweeps whose arrays do not fit in the largest cache; sizes that fit run from the
+    cache and may pass it."""
+    largest = _largest_cache(meta)
+    sizes = sorted({int(L) for L in sizes})
+    inside = [L for L in sizes if _array_bytes(L) <= largest]
+    beyond = [L for L in sizes if _array_bytes(L) > largest]
+    cache = f"the {largest / 2**20:.0f} MiB cache" if largest else "the cache"
+    if not inside:
+        return f"a bound for arrays beyond {cache}, as at every L measured here"
+    listed = ", ".join(map(str, inside))
+    if not beyond:
+        return (f"a bound for arrays beyond {cache}; at every L measured here ({listed}) the "
+                "arrays fit in it, so it bounds none of these runs and a rate may exceed it")
+    return (f"a bound for arrays beyond {cache}, from L = {beyond[0]} on here; at L = {listed} "
+            "the arrays fit in it, and their rates may exceed it")
 
 
 def _target_words(meta):
@@ -363,6 +416,7 @@ def numbers(run, lam, bandwidth, pp_source, stream_gbs, stream_source, t5, orfeo
     share = float(L1["mlups"]) / roof
     return {
         "roof_words": roof_words(share, int(L1["L"]), run.meta),
+        "roof_regime": bound_regime_words(df.loc[df["L"] > 0, "L"], run.meta),
         "grid_words": grid_words,
         "lam_us": lam * 1e6, "B_GBs": bandwidth / 1e9, "pp_source": pp_source,
         "stream_source": stream_source, "stream1": stream_gbs[1],
@@ -374,7 +428,7 @@ def numbers(run, lam, bandwidth, pp_source, stream_gbs, stream_source, t5, orfeo
             float(cube["mlups"] / cube["predicted"]), float(cube["ratio_low"]),
             float(cube["ratio_high"]), "", "ratio of rates", name="the ratio"),
         **_halo_words(halo_big, bandwidth),
-        "o_c48_pub": float(o.loc[48, "c_MB"]), "o_c48_eq8": float(o.loc[48, "c eq. (8) [MB]"]),
+        "o_c_words": c_column_words(t5), "o_c48_pub": float(o.loc[48, "c_MB"]), "o_c48_eq8": float(o.loc[48, "c eq. (8) [MB]"]),
         "o_meas48": float(o.loc[48, "measured (implied) [MLUP/s]"]),
         "o_model48": float(o.loc[48, "P_model_MLUPs"]),
         "o_over48": (float(o.loc[48, "model / measured"]) - 1) * 100,
@@ -417,27 +471,40 @@ def simulated_table(df, t5):
 
 
 def simulated_words(table, L, spec):
-    """What the simulated weak scaling shows, in sentences computed from it."""
+    """What the simulated weak scaling shows, in sentences computed from it: the change from
+    one rank to the most split into the halo exchange (the platform's links) and the rest of
+    the sweep (arithmetic timed on this machine), and where the ranks sit."""
+    from hpclab import simulate
+
     per_node = spec["cores_per_socket"] * spec["sockets_per_node"]
-    top = table.iloc[-1]
-    inside = table[(table["P"] > 1) & (table["P"] <= per_node)]
-    lines = [f"Simulated, L = {L} points per rank and dimension: at P = {int(top['P'])} "
-             f"({'two nodes' if top['P'] > per_node else 'one node'}) a sweep takes "
+    top, one = table.iloc[-1], table.iloc[0]
+    p_top = int(top["P"])
+    lines = [f"Simulated, L = {L} points per rank and dimension: at P = {p_top} "
+             f"({'two nodes' if p_top > per_node else 'one node'}) a sweep takes "
              f"{top['slow-down']:.2f} times as long as on one rank, and the halo exchange is "
              f"{top['halo share'] * 100:.0f}% of it."]
+    if p_top > int(one["P"]):
+        def both(col):
+            return tuple(float(r[col]) for r in (one, top))
+        halo = both("halo [ms]")
+        rest = tuple(s - h for s, h in zip(both("ms per sweep"), halo))
+        lines.append(simulate.change_words(int(one["P"]), p_top, halo, rest, "the halo exchange",
+                                           "the rest of the sweep"))
+        lines.append(f"At P = {p_top}: {simulate.placement_words(spec, p_top)}.")
+    inside = table[(table["P"] > 1) & (table["P"] <= per_node)]
     if len(inside):
         lines.append(f"Within one node the slow-down is {inside['slow-down'].min():.2f} to "
                      f"{inside['slow-down'].max():.2f}.")
     pub = table.dropna(subset=["slow-down, report 001"])
     if len(pub):
         last = pub.iloc[-1]
+        grow = 1200 / L
         lines.append(f"Report 001 measured a slow-down of "
                      f"{last['slow-down, report 001']:.3f} at P = {int(last['P'])} "
-                     f"with L = 1200, where a sweep computes {1200 / L:.0f}³ = "
-                     f"{(1200 / L) ** 3:,.0f} times as many points per rank for "
-                     f"{(1200 / L) ** 2:,.0f} times the halo: the larger L, the smaller the "
-                     "network's share.")
+                     f"with L = 1200, where each rank computes (1200/{L})³ = {grow ** 3:,.0f} "
+                     f"times as many points as here and exchanges (1200/{L})² = "
+                     f"{grow ** 2:,.0f} times the halo.")
     lines.append("The simulated ranks compute one at a time on this machine, each with its "
                  "core, but not its caches, to itself: the arithmetic in each sweep is this "
-                 "machine's, the halo column is the platform's network.")
+                 "machine's, the halo column is the platform's links.")
     return "\n".join(lines)

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from hpclab import models, profiles, records
+from hpclab import stats as hstats
 from hpclab.kernels import registry
 from hpclab.experiments import in_job, on_engines
 
@@ -134,8 +135,6 @@ def small_message_latency(df, max_bytes=8):
 def small_message_interval(df, impl="c", max_bytes=8):
     """(median, low, high) in µs: the one-way time of messages of at most max_bytes, with
     the 95% interval of the median of every repetition."""
-    from hpclab import stats as hstats
-
     t = records.table(df)
     t = t[(t["metric"] == METRIC) & (t["nbytes"] <= max_bytes) & (t["impl"] == impl)]
     return tuple(v * 1e6 for v in hstats.median_interval(t["value"]))
@@ -155,10 +154,29 @@ def _ratio_range(a, b):
 def _compare_words(t, impl, words):
     """``impl`` against C on the repetitions in ``t`` (one-way times): the words of
     :meth:`hpclab.stats.Comparison.words`."""
-    from hpclab import stats as hstats
-
     return hstats.said(t[t["impl"] == impl]["value"], t[t["impl"] == "c"]["value"],
                        (words[impl], words["c"]), "one-way time")
+
+
+OVERHEAD_WHY = ("an implementation cannot do less work per message than the C kernel it "
+                "calls, so a cost below zero says the two ran under different load on a shared "
+                "machine and its noise is larger than the cost")
+
+
+def overhead_words(t, impl):
+    """What ``impl`` costs per message over C on the repetitions in ``t`` (one-way times),
+    in µs with the 95% interval of the ratio of medians times C's median, quoted within its
+    domain (zero or more: the interpreter's work cannot be negative)."""
+    a, c = t[t["impl"] == impl]["value"], t[t["impl"] == "c"]["value"]
+    base = float(np.median(c)) * 1e6
+    try:
+        cmp = hstats.compare(a, c)
+        value, low, high = ((r - 1) * base for r in (cmp.ratio, cmp.low, cmp.high))
+    except ValueError:
+        value, low, high = (float(np.median(a)) * 1e6 - base), np.nan, np.nan
+    return hstats.estimate_words(value, low, high, "µs", "cost per message", 2,
+                                 name="the cost", domain=hstats.NONNEGATIVE,
+                                 basis="these repetitions", why=OVERHEAD_WHY)
 
 
 def python_overhead(df):
@@ -262,33 +280,49 @@ def orfeo_latency(orfeo):
     return t
 
 
+def exchange_messages(ex):
+    """How many messages of n bytes IMB's Exchange bandwidth counts per iteration: the
+    median of bandwidth · t / n over the table's rows (IMB documents 4: each rank sends to
+    and receives from both neighbours), computed from the published times and bandwidths."""
+    g = ex[(ex["nbytes"] > 0) & (ex["t_avg_us"] > 0)]
+    return float(np.median(g["bandwidth_MiBps"] * 2**20 * g["t_avg_us"] * 1e-6 / g["nbytes"]))
+
+
 def exchange_table(ex):
     """IMB Exchange per library and job size as measured, no model: the zero-byte time, the
-    peak bandwidth and the size it is reached at, and the bandwidth of the largest message
-    (GB/s, 1e9 bytes per second, from the table's MiB/s)."""
+    peak of IMB's bandwidth (all messages of an iteration counted, see
+    :func:`exchange_messages`) and the size it is reached at, the same peak per message
+    stream, and IMB's bandwidth of the largest message (GB/s, 1e9 bytes per second, from the
+    table's MiB/s)."""
+    count = round(exchange_messages(ex))
     rows = []
     for (mpi, nprocs), g in ex.groupby(["mpi", "nprocs"]):
         bw = g.set_index("nbytes")["bandwidth_MiBps"] * 2**20 / 1e9
         bw = bw[bw.index > 0]
         rows.append({"MPI": mpi, "ranks": int(nprocs), "nodes": int(g["nodes"].iloc[0]),
                      "0-byte time [µs]": float(g.loc[g["nbytes"] == 0, "t_avg_us"].iloc[0]),
-                     "peak bandwidth [GB/s]": float(bw.max()),
+                     f"IMB peak ({count} messages) [GB/s]": float(bw.max()),
+                     "peak per stream [GB/s]": float(bw.max()) / count,
                      "at [KiB]": int(bw.idxmax() // 1024),
                      f"at {int(bw.index.max()) // 2**20} MiB [GB/s]": float(bw.iloc[-1])})
     return pd.DataFrame(rows).set_index(["MPI", "ranks"]).round(3)
 
 
 def exchange_line(ex, mpi, nprocs, min_bytes=65536):
-    """The unconstrained Hockney line through one library's Exchange times of at least
-    min_bytes: what the page shows it cannot be (its λ)."""
+    """The Hockney line through one library's Exchange times of at least min_bytes, fitted
+    with no domain (least squares of T on n, relative weights): what the page shows a line
+    would need, a λ below zero if the times fall too fast to follow one. A dict of
+    ``lambda``, ``B`` and ``r2``; a model fit (:func:`hpclab.models.fit`) would stop at λ = 0."""
     g = ex[(ex["mpi"] == mpi) & (ex["nprocs"] == nprocs) & (ex["nbytes"] >= min_bytes)]
-    return models.fit(models.HOCKNEY, g["nbytes"], g["t_avg_us"] * 1e-6, sigma="relative")
+    n, t = g["nbytes"].to_numpy(float), g["t_avg_us"].to_numpy(float) * 1e-6
+    slope, lam = np.polyfit(n, t, 1, w=1 / t)
+    pred = lam + slope * n
+    r2 = 1 - np.sum((t - pred) ** 2) / np.sum((t - t.mean()) ** 2)
+    return {"lambda": float(lam), "B": float(1 / slope), "r2": float(r2)}
 
 
 def numbers(run, fits, zero=None):
     """Every number the chapter's text quotes about this machine, computed (name -> value)."""
-    from hpclab import stats as hstats
-
     df, meta = run
     s = summary(df)
     c = s[s["impl"] == "c"]
@@ -310,12 +344,8 @@ def numbers(run, fits, zero=None):
                     "once the buffers outgrow the caches, a regime the Hockney model does not "
                     "have, needs larger messages than this profile sends")
     out = {"nsizes": len(c), "reps": int(s["reps"].max()), "lat_c": lat["c"], "bw_words": bw_words,
-           "lam_left_words": hstats.estimate_words(
-               two.left["lambda"] * 1e6, two.left.ci95["lambda"][0] * 1e6,
-               two.left.ci95["lambda"][1] * 1e6, "µs", "latency", 3),
-           "B_right_words": hstats.estimate_words(
-               two.right["B"] / 1e9, two.right.ci95["B"][0] / 1e9, two.right.ci95["B"][1] / 1e9,
-               "GB/s", "bandwidth"),
+           "lam_left_words": two.left.words("lambda", "latency", "µs", 1e6, 3, name="λ"),
+           "B_right_words": two.right.words("B", "bandwidth", "GB/s", 1e-9, name="B"),
            "lam_left": two.left["lambda"] * 1e6, "B_right": two.right["B"] / 1e9,
            "break_lo": f"{two.breakpoint_low:,.0f}", "break_hi": f"{two.breakpoint_high:,.0f}",
            "one_rel": models.rms_relative(one), "two_rel": models.rms_relative(two),
@@ -331,6 +361,7 @@ def numbers(run, fits, zero=None):
     big = t[t["nbytes"] == t["nbytes"].max()]
     for impl in ("cython", "python", "pickle"):
         out[f"ovh_{impl}_us"] = overhead.get(impl, np.nan)
+        out[f"ovh_{impl}_words"] = overhead_words(small, impl)
         out[f"cmp_small_{impl}"] = _compare_words(small, impl, words)
         out[f"cmp_large_{impl}"] = _compare_words(big, impl, words)
     largest = s[s["nbytes"] == s["nbytes"].max()].set_index("impl")["median"]
@@ -353,7 +384,8 @@ def reference_numbers(fits, ul, ul_fits, orfeo_table, exchange, lat_c_us, ex_lin
     two, ul_two = fits["two_segment"], ul_fits["two_segment"]
     ul_bw = ul.set_index("nbytes")["bandwidth_MiBps"]
     ucx = orfeo_table["UCX (InfiniBand) [µs]"]
-    peak = exchange["peak bandwidth [GB/s]"]
+    peak = exchange["peak per stream [GB/s]"]
+    imb_peak = exchange[[c for c in exchange.columns if c.startswith("IMB peak")][0]]
     last = exchange[[c for c in exchange.columns if c.endswith("MiB [GB/s]")][0]]
     lam = (two.left["lambda"], *two.left.ci95["lambda"])
     ul_lam = (ul_two.left["lambda"], *ul_two.left.ci95["lambda"])
@@ -368,8 +400,9 @@ def reference_numbers(fits, ul, ul_fits, orfeo_table, exchange, lat_c_us, ex_lin
                 "intervals")
 
     return {"ratio_lat_span": span(lam, ul_lam), "ratio_bw_span": span(bw, ul_bw_fit),
-            "ours_vs_intra_lo": lat_c_us[1] / ucx["intrasocket"],
-            "ours_vs_intra_hi": lat_c_us[2] / ucx["intrasocket"],
+            "ours_vs_intra_words": hstats.estimate_words(
+                *(v / ucx["intrasocket"] for v in lat_c_us), "", "ratio of latencies",
+                1, name="the ratio", basis="our repetitions"),
             "orfeo_spread": ucx["internode"] / ucx["intrasocket"],
             "ul_lam": ul_two.left["lambda"] * 1e6,
             "ul_one_rel": models.rms_relative(ul_fits["hockney"]),
@@ -385,11 +418,14 @@ def reference_numbers(fits, ul, ul_fits, orfeo_table, exchange, lat_c_us, ex_lin
             "ex_ompi": peak[("Open MPI 1.8.1", 40)], "ex_mvapich": peak[("MVAPICH2 1.9", 40)],
             "ex_ratio": peak[("Open MPI 1.8.1", 40)] / peak[("MVAPICH2 1.9", 40)],
             "ex_ompi_kib": exchange.loc[("Open MPI 1.8.1", 40), "at [KiB]"],
-            "ex_ompi_drop": (1 - last[("Open MPI 1.8.1", 40)] / peak[("Open MPI 1.8.1", 40)])
+            "ex_messages": float((imb_peak / peak).median()),
+            "ex_ompi_drop": (1 - last[("Open MPI 1.8.1", 40)] / imb_peak[("Open MPI 1.8.1", 40)])
             * 100,
             "ex_ompi_zero": exchange.loc[("Open MPI 1.8.1", 40), "0-byte time [µs]"],
             "ex_mvapich_zero": exchange.loc[("MVAPICH2 1.9", 40), "0-byte time [µs]"],
-            "ex_line_lam": ex_line["lambda"] * 1e6, "ex_line_r2": ex_line.r2}
+            "ex_line_words": (f"λ = {ex_line['lambda'] * 1e6:.1f} µs" + (
+                ", a negative latency that no network has" if ex_line["lambda"] < 0 else "")),
+            "ex_line_r2": ex_line["r2"]}
 
 
 def reports_own(ul_fits, estimates, orfeo):
@@ -425,16 +461,33 @@ def reports_own(ul_fits, estimates, orfeo):
                         ).set_index(["system", "quantity"]).round(3)
 
 
-def hockney_model(profile=None, engines=None):
-    """(λ in s, B in B/s, where they came from): Hockney fitted to the newest PingPong
-    records of the C kernel, else to a PingPong measured now."""
-    saved = records.latest("pingpong")
-    if saved is not None:
-        df, meta = saved
-        source = f"the PingPong records of {meta['utc_time']}"
+def _has_c(run_):
+    t = records.table(run_)
+    return None if (t["impl"] == "c").any() else "no records of the C kernel"
+
+
+def measurement(profile=None, engines=None):
+    """(run, where it came from): the PingPong run this machine's other chapters take
+    (:func:`hpclab.inputs.measured`: saved here, of this host and MPI library, not
+    simulated, of this book build when one is under way), else one measured now and saved,
+    so that the next page or lab takes the same: in a book build the whole experiment (the
+    PingPong page shows it), elsewhere the C kernel alone (quick profile unless one is
+    given), which is all another chapter takes."""
+    from hpclab import inputs
+
+    if inputs.build_id():
+        def measure():
+            return run(profile=profile, engines=engines, progress=False)
     else:
-        df, meta = run(profile=profile or "quick", impls=("c",), engines=engines,
-                                progress=False)
-        source = "a PingPong measured here"
-    f = fit(df, "c")["hockney"]
-    return max(f["lambda"], 0.0), f["B"], source
+        def measure():
+            return run(profile=profile or "quick", impls=("c",), engines=engines,
+                       progress=False)
+    return inputs.measured(NAME, measure, profile=profile, accept=_has_c)
+
+
+def hockney_model(profile=None, engines=None):
+    """(λ in s, B in B/s, where they came from): Hockney's single line through every size
+    of the C kernel, fitted to :func:`measurement` (λ stays in its domain, zero or more)."""
+    r, source = measurement(profile, engines)
+    f = fit(r, "c")["hockney"]
+    return f["lambda"], f["B"], source

@@ -19,7 +19,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from hpclab import launch, models, profiles, records, stats
+from hpclab import launch, machine, models, profiles, records, stats
 from hpclab.experiments import in_job, on_engines
 from hpclab.experiments.pingpong import hockney_model as pingpong_model  # noqa: F401
 from hpclab.experiments.stream import add_bandwidth as stream_bandwidth  # noqa: F401
@@ -498,6 +498,12 @@ def _binding_numbers(sc):
             "bind_max": float(b["spread"].max()) * 100}
 
 
+# what report 000 measures that a machine needs more than one node or many cores for
+CANNOT_SHOW = (("the network between nodes", {"nodes": 2}),
+               ("a node's 32 cores split between processes and threads", {"cores": 32}),
+               ("scaling to 48 ranks", {"cores": 48}))
+
+
 def numbers(run, t31, hist, machines, lam, bandwidth, pp_source, stream_gbs, stream_source,
             reference_scaling=None):
     """Every number the chapter's text quotes, computed (name -> value)."""
@@ -537,10 +543,15 @@ def numbers(run, t31, hist, machines, lam, bandwidth, pp_source, stream_gbs, str
                      "iterations and error")
     return {
         "pmax": pmax, "t31_words": t31_words,
+        "cannot_words": machine.cannot_show(run.meta.get("machine"), CANNOT_SHOW),
         "same_iters": ("the same on every rank count measured" if same_iters else
                        "not the same on every rank count (see the table)"),
-        "p": o["p"], "p_low": o["p_low"], "p_high": o["p_high"], "q": o["q"],
-        "q_low": o["q_low"], "q_high": o["q_high"], "order_points": o["points"],
+        "p": o["p"], "q": o["q"],
+        "order_points": o["points"],
+        "p_words": stats.estimate_words(o["p"], o["p_low"], o["p_high"], "", "convergence order",
+                                        3, name="p", basis=f"{o['points']} meshes"),
+        "q_words": stats.estimate_words(o["q"], o["q_low"], o["q_high"], "", "growth exponent",
+                                        3, name="q", basis=f"{o['points']} meshes"),
         "N_big": int(big["N"]), "iters_big": int(big["iterations"]),
         "err_big": float(big["error"]), "mem_N": int(mem.index[-1]) if not mem.empty else 0,
         "mem_pred": float(mb.get("predicted 4·N²·8 [MiB]", np.nan)),

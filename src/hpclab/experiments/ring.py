@@ -19,7 +19,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from hpclab import launch, models, profiles, records
+from hpclab import launch, machine, models, profiles, records
 from hpclab.kernels import registry
 from hpclab.experiments import in_job, on_engines
 
@@ -357,14 +357,15 @@ def lambda_table(fits_table):
     return t[keep].set_index(["variant", "implementation"]).sort_index().round(3)
 
 
-def pingpong_reference(engines, impl="c"):
-    """The PingPong latency the chapter compares λ with: from the newest saved PingPong
-    records, else measured now on the engines. (latency in s, where it came from)."""
-    saved = records.latest("pingpong")
-    if saved is not None:
-        pp, meta = saved
-        return pingpong_latency(pp, impl), f"the PingPong records of {meta['utc_time']}"
-    return pingpong_latency(measure_pingpong(engines, impl)), "a short PingPong measured here"
+def pingpong_reference(engines=None, impl="c"):
+    """The PingPong latency the chapter compares λ with, from the PingPong run the other
+    chapters take (:func:`hpclab.experiments.pingpong.measurement`; measured and saved now
+    when there is none): (latency in s, where it came from). ``engines`` are the ring's
+    own, which PingPong does not use (it starts its two)."""
+    from hpclab.experiments import pingpong
+
+    pp, source = pingpong.measurement()
+    return pingpong_latency(pp, impl), source
 
 
 def _orfeo_step_us(orfeo):
@@ -430,7 +431,13 @@ def lambda_words(fits_table, impl, variant):
 
     return "λ = " + hstats.estimate_words(
         row["lambda"] * 1e6, row["lambda_low"] * 1e6, row["lambda_high"] * 1e6, "µs", "latency",
-        points=f"{int(row['points'])} values of P", name="λ", value_unit="µs per step")
+        points=f"{int(row['points'])} values of P", name="λ", value_unit="µs per step",
+        domain=models.RING.domain("lambda"))
+
+
+# the jumps report 001's ring shows, and what a machine needs to show them
+CANNOT_SHOW = (("the jump at a socket boundary", {"sockets": 2}),
+               ("the jump at a node boundary", {"nodes": 2}))
 
 
 def numbers(df, fits_table, pp, orfeo, node):
@@ -473,15 +480,16 @@ def numbers(df, fits_table, pp, orfeo, node):
             ratio[0] / o_ratio, ratio[1] / o_ratio, ratio[2] / o_ratio, "", "ratio",
             value_unit="times ORFEO's intranode ratio", name="the ratio"),
         "t_quantile": stats.t.ppf(0.975, max(int(fits_table["points"].max()) - 1, 1)),
+        "t_dof_words": machine.count_words(max(int(fits_table["points"].max()) - 1, 1),
+                                      "degree of freedom", "degrees of freedom"),
         "ring2_us": float(small[(small["impl"] == "c") & (small["nprocs"] == min(2, pmax))
                                 & (small["variant"] == "irecv")]["median"].iloc[0]) * 1e6,
         "p1_irecv": one["irecv"] * 1e6, "p1_share": one["irecv"] / lam[("c", "irecv")],
         "pmax": pmax, "h_lam": hockney["lambda"] * 1e6, "h_B": hockney["B"] / 1e9,
-        "h_lam_words": hstats.estimate_words(
-            hockney["lambda"] * 1e6, hockney.ci95["lambda"][0] * 1e6,
-            hockney.ci95["lambda"][1] * 1e6, "µs", "latency"),
-        "h_B_words": hstats.estimate_words(hockney["B"] / 1e9, hockney.ci95["B"][0] / 1e9,
-                                           hockney.ci95["B"][1] / 1e9, "GB/s", "bandwidth"),
+        "cannot_words": machine.cannot_show(
+            df.meta.get("machine") if isinstance(df, records.Run) else None, CANNOT_SHOW),
+        "h_lam_words": hockney.words("lambda", "latency", "µs", 1e6, name="λ"),
+        "h_B_words": hockney.words("B", "bandwidth", "GB/s", 1e-9, name="B"),
         "big_kib": nmax / 1024,
         "send_skipped": (", ".join(f"{m:,}" for m in missing) + " bytes") if missing
         else "no size",
@@ -514,6 +522,11 @@ def _step_ratio_interval(df, pmax):
 
 
 REFERENCE_WORDS = {"pp": "PingPong's latency", "orfeo": "ORFEO's intranode step"}
+# a ring step sends and receives a message each way: it cannot take less than one PingPong
+# message when both run alike, so a ratio below 1 says how they ran, not what a step costs
+FLOORS = {"pp": (1.0, "ratio of a ring step to one message", "a ring step moves at least one message, so a ratio below 1 says the "
+                      "ring and PingPong ran differently (other cores, other binding, another "
+                      "load), not that a step costs less than a message")}
 
 
 def _per_step_over(df, pmax, reference, tag):
@@ -528,10 +541,12 @@ def _per_step_over(df, pmax, reference, tag):
             med, lo, hi = hstats.median_interval(ring_times(df, "c", variant, pmax) / pmax)
         except ValueError:
             med = lo = hi = np.nan
+        floor, quantity, why = FLOORS.get(tag, (0.0, "ratio of times", None))
         out.update({f"{key}_over_{tag}_words": hstats.estimate_words(
-                        med / reference, lo / reference, hi / reference, "", "ratio of times",
+                        med / reference, lo / reference, hi / reference, "", quantity,
                         value_unit=f"times {REFERENCE_WORDS.get(tag, tag)}",
-                        name="the ratio")})
+                        name="the ratio", domain=hstats.Domain(floor, np.inf, floor == 0),
+                        why=why)})
     return out
 
 

@@ -537,19 +537,42 @@ def numbers(run, sat, ul, hh, sh, roofs, nodeperf):
     }
 
 
+def _close_add(run_):
+    s = summary(records.table(run_))
+    return s[(s["impl"] == "c") & (s["op"] == "add") & (s["bind"] == "close")
+             & (s["membind"] == s["cpunodebind"])]
+
+
+def _has_close_add(run_):
+    return None if not _close_add(run_).empty else "no C add runs with close binding"
+
+
+def measurement(profile=None, engines=None):
+    """(run, where it came from): the STREAM run this machine's other chapters take
+    (:func:`hpclab.inputs.measured`: saved here, of this host and MPI library, not
+    simulated, of this book build when one is under way), else the whole experiment
+    measured now and saved, so that the next page takes the same."""
+    from hpclab import inputs
+
+    return inputs.measured(
+        NAME, lambda: run(profile=profile, engines=engines, progress=False), profile=profile,
+        accept=_has_close_add)
+
+
 def add_bandwidth(profile=None, procs=None):
-    """STREAM add bandwidth in GB/s per thread count (1 .. cores, close binding): from the
-    newest saved STREAM records, else measured now with STREAM's array size. Returns
-    ({threads: GB/s}, where it came from)."""
-    saved = records.latest("stream")
-    if saved is not None:
-        saved_df, saved_meta = saved
-        s = summary(saved_df)
-        s = s[(s["impl"] == "c") & (s["op"] == "add") & (s["bind"] == "close")
-              & (s["membind"] == s["cpunodebind"])]
-        if not s.empty:
-            return ({int(r.nthreads): float(r.best) for r in s.itertuples()},
-                    f"the STREAM records of {saved_meta['utc_time']}")
+    """STREAM add bandwidth in GB/s per thread count (1 .. cores, close binding), best trial,
+    from :func:`measurement` inside a book build (one measurement for every page), else from
+    a saved STREAM run of this machine, else measured now with STREAM's array size.
+    Returns ({threads: GB/s}, where it came from)."""
+    from hpclab import inputs
+
+    if inputs.build_id():
+        r, source = measurement(profile)
+    else:
+        saved = inputs.resolve(NAME, accept=_has_close_add)
+        r, source = saved.run, saved.source
+    if r is not None:
+        return {int(x.nthreads): float(x.best) for x in _close_add(r).itertuples()}, source
     n = array_elements("standard")
     out = {}
     for threads in range(1, (procs or launch.usable_cores()) + 1):

@@ -144,6 +144,9 @@ class Kernel:
         ``(column, metric)``: write the metric name into ``column`` and call every row's
         metric ``metric`` (e.g. column ``op`` for the operations of a memory kernel, all
         of metric ``time``). None: the metric names are the records' metrics.
+    inputs : dict
+        The measurements the chapter takes from other chapters: ``{slug: what it takes}``,
+        resolved by :mod:`hpclab.inputs` (``python -m hpclab inputs <slug>``).
     """
 
     slug: str
@@ -161,6 +164,7 @@ class Kernel:
     cflags: tuple = ()
     record_metric: tuple | None = None
     extra: dict = field(default_factory=dict)
+    inputs: dict = field(default_factory=dict)
 
     def param(self, name):
         for p in self.params:
@@ -246,6 +250,11 @@ def get(slug):
     except KeyError:
         raise ValueError(f"unknown kernel or experiment {slug!r}: choose one of "
                          f"{', '.join(_KERNELS)}") from None
+
+
+def consumers(slug):
+    """The chapters (slugs, in book order) that declare an input from ``slug``."""
+    return tuple(s for s in chapter_order() if slug in _KERNELS[s].inputs)
 
 
 def chapter_order(toc=None):

@@ -164,6 +164,55 @@ def placement_hosts(spec, nranks, placement=None):
     return [spec["hosts"][r // per] for r in range(nranks)]
 
 
+def links_crossed(spec, nranks):
+    """The kinds of link (:data:`LINKS`) that messages among ``nranks`` ranks placed in core
+    order can cross: 'intrasocket' when two share a socket, 'intersocket' when two sockets
+    of a node hold ranks, 'internode' when more than one node does."""
+    hosts = placement_hosts(spec, nranks)
+    nodes = {h.split("s")[0] for h in hosts}
+    out = []
+    if len(hosts) > len(set(hosts)):
+        out.append("intrasocket")
+    if any(sum(h.startswith(n + "s") for h in set(hosts)) > 1 for n in nodes):
+        out.append("intersocket")
+    if len(nodes) > 1:
+        out.append("internode")
+    return out
+
+
+def placement_words(spec, nranks):
+    """Where ``nranks`` ranks sit on the platform and which of its links, with the values
+    the platform assumes and their sources, their messages can cross: the assumption a
+    simulated communication time follows from."""
+    hosts = placement_hosts(spec, nranks)
+    nodes = len({h.split("s")[0] for h in hosts})
+    sockets = len(set(hosts))
+    where = (f"{nranks} rank{'s' if nranks > 1 else ''} on {sockets} socket"
+             f"{'s' if sockets > 1 else ''} of {nodes} node{'s' if nodes > 1 else ''}")
+    crossed = links_crossed(spec, nranks)
+    if not crossed:
+        return f"{where}: no message leaves the rank"
+    parts = [f"the {k} link ({spec[k]['latency_us']:g} µs, {spec[k]['bandwidth_MBps']:,.0f} "
+             f"MB/s; {spec[k]['source']})" for k in crossed]
+    return f"{where}, so messages cross " + "; ".join(parts)
+
+
+def change_words(p0, p1, comm, compute, comm_what, compute_what, unit="ms"):
+    """How a simulated time changed from P = ``p0`` to ``p1``, split by its own numbers into
+    communication (``comm``: the times at p0 and p1 of the phases that send messages, which
+    the simulated network decides) and computation (``compute``: timed on this machine):
+    the sentence that says which share of the change is which, instead of naming a cause."""
+    d_comm, d_comp = comm[1] - comm[0], compute[1] - compute[0]
+    total = d_comm + d_comp
+    head = (f"From P = {p0} to P = {p1} the time changes by {total:+,.3g} {unit}: "
+            f"{d_comm:+,.3g} {unit} in {comm_what} (messages, so the simulated platform's "
+            f"links) and {d_comp:+,.3g} {unit} in {compute_what} (arithmetic, timed on this "
+            "machine)")
+    if total > 0 and d_comm > 0 and d_comp > 0:
+        head += f"; communication is {d_comm / total:.0%} of the growth"
+    return head + "."
+
+
 # --------------------------------------------------------------------------- build and run
 
 def _cache_dir():

@@ -64,4 +64,5 @@ KERNEL = Kernel(
                  "check_upto": 8, "timeout": 1800,
                  "simulated": {"shape": [2400, 100, 100], "ranks": [1, 2, 4, 8, 12, 24, 48]}},
     },
+    inputs={"stream": "add bandwidth per thread count, best trial, close binding"},
 )

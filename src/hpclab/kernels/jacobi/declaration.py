@@ -54,4 +54,6 @@ KERNEL = Kernel(
                  "check_upto": 8, "timeout": 1800,
                  "simulated": {"L": 128, "ranks": [1, 4, 8, 12, 24, 48], "sweeps": 10}},
     },
+    inputs={"pingpong": "Hockney's λ and B, the C kernel's line through every size",
+            "stream": "add bandwidth per thread count, best trial, close binding"},
 )

@@ -58,4 +58,6 @@ KERNEL = Kernel(
                  "simulated": {"n": 4096, "ranks": [1, 2, 4, 8, 16, 32, 48, 96, 192],
                                "iterations": 20}},
     },
+    inputs={"pingpong": "Hockney's λ and B, the C kernel's line through every size",
+            "stream": "add bandwidth per thread count, best trial, close binding"},
 )

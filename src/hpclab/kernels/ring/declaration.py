@@ -40,4 +40,5 @@ KERNEL = Kernel(
         "full": {"payloads": [4] + [1 << k for k in range(4, 23, 2)], "scale": 1,
                  "repetitions": 10, "check_upto": 8, "timeout": 900},
     },
+    inputs={"pingpong": "the C kernel's median one-way time of messages up to 8 bytes"},
 )
