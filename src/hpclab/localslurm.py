@@ -64,6 +64,12 @@ def _node_line():
     return line
 
 
+def first_job_id():
+    """Where this cluster's job ids start: from the clock (a new range every second, within
+    Slurm's limit), so that no two clusters started here reuse a job and step id."""
+    return 1000 + int(time.time()) % 60_000_000
+
+
 def config(folder, node_line):
     """slurm.conf for one node, everything under folder."""
     f = Path(folder).resolve()
@@ -81,6 +87,14 @@ def config(folder, node_line):
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_CPU",
         "MpiDefault=none",
+        # a task that fails (in MPI_Init, say) ends its step, rather than leaving the others
+        # waiting for it until the job's time limit
+        "KillOnBadExit=1",
+        # job ids of their own: MPICH names its shared memory after the job and step, and a
+        # step of an earlier cluster that died left its segment in /dev/shm; a new cluster
+        # counting from job 1 again attached to it and failed in MPI_Init ("failed to unpack
+        # address, invalid bandwidth 0.00") or hung
+        f"FirstJobId={first_job_id()}",
         "SchedulerType=sched/backfill",
         "ReturnToService=2",
         "AccountingStorageType=accounting_storage/none",
