@@ -46,13 +46,23 @@ def test_mpirun_runs_and_returns_output():
     assert sorted(re.findall(r"<(\d)/(\d)>", r.stdout)) == [("0", "2"), ("1", "2")]
 
 
+SHOW_SEGMENTS = ("import sys; from hpclab import shm; "
+                 "print('segments:', *sorted(shm.mapped_by_process('self'))); sys.stdout.flush(); ")
+
+
 def test_mpirun_deadlock_times_out_and_leaves_nothing():
     t0 = time.monotonic()
-    with pytest.raises(TimeoutError, match=r"deadlock demo did not finish within 4 s on 2 MPI"):
-        launch.mpirun([sys.executable, "-c", DEADLOCK], n=2, timeout=4, what="deadlock demo")
+    with pytest.raises(TimeoutError, match=r"deadlock demo did not finish within 4 s on 2 MPI") \
+            as info:
+        launch.mpirun([sys.executable, "-c", SHOW_SEGMENTS + DEADLOCK], n=2, timeout=4,
+                      what="deadlock demo")
     assert time.monotonic() - t0 < 4 + 15
     from leftovers import tagged
     assert not [p for p, cmd in tagged(os.environ["HPCLAB_RUN_TAG"]) if "Recv" in cmd]
+    segments = re.findall(r"/dev/shm/\S+", str(info.value))
+    assert "segments:" in str(info.value)
+    left = [s for s in segments if os.path.exists(s)]
+    assert not left, f"the killed ranks' shared memory is still in /dev/shm: {left}"
 
 
 def test_mpirun_failure_shows_the_error():
@@ -83,6 +93,11 @@ def _ranks():
     return MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size(), os.getpid()
 
 
+def _segments():
+    from hpclab import shm
+    return sorted(shm.mapped_by_process("self"))
+
+
 def _deadlock():
     import numpy as np
     from mpi4py import MPI
@@ -102,11 +117,14 @@ def test_engines_deadlock_times_out_within_its_timeout_and_recovers():
         first = eng.run(_ranks)
         assert [(r, s) for r, s, _ in first] == [(0, 2), (1, 2)]
         engine_pids = [p for _, _, p in first]
+        segments = [s for rank in eng.run(_segments) for s in rank]
         t0 = time.monotonic()
         with pytest.raises(TimeoutError, match="ring deadlock did not finish within 3 s on 2 MPI"):
             eng.run(_deadlock, timeout=3, what="ring deadlock")
         assert time.monotonic() - t0 < 3 + 5
         assert not wait_dead(engine_pids), "deadlocked engines still running"
+        left = [s for s in segments if os.path.exists(s)]
+        assert not left, f"the killed engines' shared memory is still in /dev/shm: {left}"
         second = eng.run(_ranks)
         assert [(r, s) for r, s, _ in second] == [(0, 2), (1, 2)]
         pids = eng.pids

@@ -38,6 +38,8 @@ import warnings
 import weakref
 from pathlib import Path
 
+from hpclab import shm
+
 DEFAULT_TIMEOUT = 120.0
 START_TIMEOUT = 90.0
 # mpi4py initialises MPI_THREAD_MULTIPLE by default, and MPICH then locks on every call
@@ -258,7 +260,9 @@ def whoami():
 
 
 def _kill_group(proc, grace=3.0):
-    """Stop a process started with start_new_session=True, and its group."""
+    """Stop a process started with start_new_session=True, and its group, and remove the
+    shared-memory segments its ranks leave behind (see :mod:`hpclab.shm`)."""
+    left = shm.Leftovers(proc.pid)
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
         try:
             os.killpg(proc.pid, sig)
@@ -272,6 +276,7 @@ def _kill_group(proc, grace=3.0):
     # ranks that outlive mpiexec still carry its process group
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
+    left.remove()
 
 
 def mpirun(args, n, timeout=DEFAULT_TIMEOUT, what=None, mpi_args=(), env=None, check=True,
@@ -566,8 +571,10 @@ class Engines:
     def _kill_leftovers(self):
         """Kill the process groups of mpiexec and the controller if anything survived."""
         for pid in self._pids:
+            left = shm.Leftovers(pid)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
+            left.remove()
         self._pids.clear()
 
     def _kill_engines(self):
@@ -580,8 +587,10 @@ class Engines:
         for launcher in list((self.cluster.engines or {}).values()):
             pid = getattr(launcher, "pid", None)
             if pid:
+                left = shm.Leftovers(pid)
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pid, signal.SIGKILL)
+                left.remove()
                 self._pids.discard(pid)
         with contextlib.suppress(Exception):
             self.cluster.stop_engines_sync()
