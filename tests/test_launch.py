@@ -46,7 +46,9 @@ def test_mpirun_runs_and_returns_output():
     assert sorted(re.findall(r"<(\d)/(\d)>", r.stdout)) == [("0", "2"), ("1", "2")]
 
 
-SHOW_SEGMENTS = ("import sys; from hpclab import shm; "
+# the deadlock, after MPI started (its shared memory is mapped by then) saying what it maps
+SHOW_SEGMENTS = ("from mpi4py import MPI; import sys; from hpclab import shm; "
+                 "c = MPI.COMM_WORLD; c.Barrier(); "
                  "print('segments:', *sorted(shm.mapped_by_process('self'))); sys.stdout.flush(); ")
 
 
@@ -61,6 +63,8 @@ def test_mpirun_deadlock_times_out_and_leaves_nothing():
     assert not [p for p, cmd in tagged(os.environ["HPCLAB_RUN_TAG"]) if "Recv" in cmd]
     segments = re.findall(r"/dev/shm/\S+", str(info.value))
     assert "segments:" in str(info.value)
+    if launch.mpi_family() == "mpich":
+        assert segments, f"MPICH's ranks mapped no shared memory: {info.value}"
     left = [s for s in segments if os.path.exists(s)]
     assert not left, f"the killed ranks' shared memory is still in /dev/shm: {left}"
 
@@ -118,6 +122,8 @@ def test_engines_deadlock_times_out_within_its_timeout_and_recovers():
         assert [(r, s) for r, s, _ in first] == [(0, 2), (1, 2)]
         engine_pids = [p for _, _, p in first]
         segments = [s for rank in eng.run(_segments) for s in rank]
+        if launch.mpi_family() == "mpich":
+            assert segments, "MPICH's engines mapped no shared memory"
         t0 = time.monotonic()
         with pytest.raises(TimeoutError, match="ring deadlock did not finish within 3 s on 2 MPI"):
             eng.run(_deadlock, timeout=3, what="ring deadlock")

@@ -65,9 +65,10 @@ def _node_line():
 
 
 def first_job_id():
-    """Where this cluster's job ids start: from the clock (a new range every second, within
-    Slurm's limit), so that no two clusters started here reuse a job and step id."""
-    return 1000 + int(time.time()) % 60_000_000
+    """Where this cluster's job ids start: a range of 1000 ids of its own, chosen by the clock
+    (a new range every second; the ranges come round after 60,000 s, within Slurm's limit of
+    67,108,863), so that no two clusters started here a second apart reuse a job and step id."""
+    return 1000 + (int(time.time()) % 60_000) * 1000
 
 
 def config(folder, node_line):

@@ -32,8 +32,10 @@ def mapped_by_process(pid: str) -> set[str]:
     for line in maps.splitlines():
         parts = line.split(None, 5)
         path = parts[5].strip() if len(parts) == 6 else ""
-        if path.startswith(SHM):
-            found.add(path.removesuffix(" (deleted)"))
+        # a segment already removed by its job shows as "(deleted)": its name is free for
+        # another job's segment, which is not ours to remove
+        if path.startswith(SHM) and not path.endswith(" (deleted)"):
+            found.add(path)
     return found
 
 
@@ -70,7 +72,13 @@ class Leftovers:
 
     def __init__(self, pgid: int):
         self.pids = job(pgid)
-        self.segments = mapped_by(self.pids)
+        self.segments = {}
+        for path in mapped_by(self.pids):
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            self.segments[path] = (st.st_dev, st.st_ino)
 
     def remove(self, seconds: float = 5.0) -> list[str]:
         if not self.segments:
@@ -96,15 +104,17 @@ def mapped_by_anyone() -> set[str]:
     return found
 
 
-def remove_orphans(segments: set[str]) -> list[str]:
-    """Remove those of ``segments`` (our own files) that no live process maps; return them."""
+def remove_orphans(segments: dict[str, tuple[int, int]]) -> list[str]:
+    """Remove those of ``segments`` ({path: (device, inode)} noted while their job ran) that
+    are still the same files, are ours and are mapped by no live process; return them."""
     if not segments:
         return []
     still = mapped_by_anyone()
     removed = []
-    for path in sorted(segments - still):
+    for path in sorted(set(segments) - still):
         try:
-            if os.stat(path).st_uid != os.getuid():
+            st = os.stat(path)
+            if (st.st_dev, st.st_ino) != segments[path] or st.st_uid != os.getuid():
                 continue
             os.unlink(path)
         except OSError:
