@@ -43,6 +43,15 @@ def test_the_model_is_predicted_from_the_pieces(cli_run):
     assert two["T_s_roof"] == pytest.approx(24 * 12**3 / 20e9)
     b = exp.halo_bandwidth(df, lam)
     assert (b["k"] == 1).all() and (b["B_halo"] > 0).all()
+    # two ranks: each sends one face of 8 L² bytes, not eq. (8)'s 16 L² k
+    np.testing.assert_allclose(b["B_halo"], 8 * b["L"] ** 2 / (b["halo"] - lam))
+
+
+def test_the_busiest_rank_sends_one_face_per_end_and_two_from_the_middle():
+    assert exp.faces_sent("slab", 2) == 1
+    assert exp.faces_sent("slab", 3) == 2
+    assert exp.faces_sent("cube", 8) == 3  # 2x2x2: one neighbour in each direction
+    assert exp.faces_sent("cube", 1) == 0
 
 
 def test_report_001_table_5_and_eq_8():

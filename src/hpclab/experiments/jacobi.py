@@ -171,11 +171,20 @@ def predict(df, lam, bandwidth, stream_gbs, bytes_per_update=None):
     return w
 
 
+def faces_sent(decomposition, nprocs):
+    """Faces the busiest rank sends in one halo exchange (it receives as many)."""
+    return sum(neighbours_per_direction(grid_of(decomposition, int(nprocs))))
+
+
 def halo_bandwidth(df, lam):
-    """B from the halo times: 16 L² k / (halo − k λ) for every weak run with a cut."""
+    """B from the halo times, for every weak run with a cut: the bytes the busiest rank
+    sends (8 L² per face it sends, :func:`faces_sent`; it receives as many at the same time)
+    over (halo − k λ). Eq. (8)'s 16 L² k counts two faces per cut direction, which only a
+    middle rank of three or more along it sends."""
     w = wide(df)
     w = w[(w["kind"] == "weak") & (w["impl"] == "c") & (w["k"] > 0) & (~w["overlap"])].copy()
-    w["B_halo"] = (BYTES_PER_FACE_POINT * w["L"] ** 2 * w["k"]
+    faces = [faces_sent(d, n) for d, n in zip(w["decomposition"], w["nprocs"])]
+    w["B_halo"] = (BYTES_PER_FACE_POINT // 2 * w["L"] ** 2 * np.asarray(faces, float)
                    / np.maximum(w["halo"] - w["k"] * lam, 1e-12))
     return w
 
