@@ -29,7 +29,8 @@ help:
 	@echo "make lab       open the lab notebooks in JupyterLab"
 	@echo "make release   regenerate labs/ from solutions/ (instructors)"
 	@echo "make grade     autograde new or changed submissions in autograder/submitted/<student>/<lab>"
-	@echo "               (LAB=<lab> STUDENT=<id>: only those; FORCE=1: grade again) (instructors)"
+	@echo "               (LAB=<lab> STUDENT=<id>: only those; FORCE=1: grade again;"
+	@echo "               JOBS=N: N side by side, default one per core) (instructors)"
 	@echo "make export    grades.csv and grades-lms.csv from the gradebook, running nothing"
 	@echo "make report    the class report (autograder/class-report.html)"
 	@echo "make roster ROSTER=students.csv   names and emails (id,first_name,last_name,email)"
@@ -105,7 +106,8 @@ release: $(STAMP)
 
 GRADE := $(BIN)/python autograder/grade.py
 grade: $(STAMP)
-	$(GRADE) grade $(LAB) $(foreach s,$(STUDENT),--student $(s)) $(if $(FORCE),--force)
+	$(GRADE) grade $(LAB) $(foreach s,$(STUDENT),--student $(s)) $(if $(FORCE),--force) \
+	  $(if $(JOBS),--jobs $(JOBS))
 
 export: $(STAMP)
 	$(GRADE) export
@@ -128,10 +130,12 @@ formgrader: $(STAMP)
 	cd $(CURDIR)/autograder && $(abspath $(BIN))/jupyter lab --ServerApp.root_dir=$(CURDIR) \
 	  --LabApp.default_url=/formgrader $(ALLOW_ROOT)
 
-# every kernel's bench; references given on the command line (make bench OSU=... IMB=...
+# every kernel's bench, then grading's (a class of 40 PingPong submissions, one at a time and
+# side by side); references given on the command line (make bench OSU=... IMB=...
 # STREAM_C=...) reach it through the environment
 bench: $(STAMP)
 	$(BIN)/python -m hpclab.bench
+	$(BIN)/python autograder/bench.py
 
 clean:
 	rm -rf _build build src/*.egg-info autograder/autograded autograder/feedback autograder/grades.csv \

@@ -20,6 +20,7 @@ gradebook) is kept in ``<workdir>/status.json`` and exported beside its score.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import csv
 import hashlib
 import html
@@ -92,6 +93,28 @@ class Course:
     def source_dir(self):
         return self.source or ROOT / "solutions"
 
+    def submit_autograde(self, pool, lab, student, options, env):
+        """nbgrader autograde of one student in a worker of ``pool`` (worker.py), with this
+        course's options and ``options`` over them: a Future of a CompletedProcess."""
+        import worker
+
+        given = {a.split("=", 1)[0] for a in options}
+        mine = [a for a in self.args if a.split("=", 1)[0] not in given]
+        future = pool.submit(worker.autograde, lab, student, [*mine, *options], env)
+        done = concurrent.futures.Future()
+
+        def finish(f):
+            try:
+                res = f.result()
+                done.set_result(subprocess.CompletedProcess(
+                    ["autograde", lab, student], 0 if res["success"] else 1,
+                    "\n".join(x for x in (res["log"], res["error"]) if x)))
+            except BaseException as exc:  # a worker that died: that submission's result
+                done.set_result(subprocess.CompletedProcess(
+                    ["autograde", lab, student], 1, f"the grading worker died: {exc!r}"))
+        future.add_done_callback(finish)
+        return done
+
     def nbgrader(self, *args, timeout=NBGRADER_TIMEOUT, env=None, check=True):
         """nbgrader with this course's options; an option in ``args`` replaces the course's."""
         given = {a.split("=", 1)[0] for a in args if a.startswith("--") and "=" in a}
@@ -105,7 +128,7 @@ def nbgrader(*args, timeout=NBGRADER_TIMEOUT, env=None, check=True):
     path = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"  # nbgrader calls alembic
     proc = subprocess.Popen(cmd, cwd=HERE, env={**os.environ, "PATH": path, **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_die_with_parent)
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -121,6 +144,15 @@ def nbgrader(*args, timeout=NBGRADER_TIMEOUT, env=None, check=True):
     if check and proc.returncode != 0:
         raise SystemExit(f"nbgrader {' '.join(args)} failed:\n{out}")
     return result
+
+
+def _die_with_parent():
+    """In a child: be killed when the grader ends, killed or not (its own children, the
+    sandboxes, are started the same way or with bubblewrap's --die-with-parent)."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def release(names, course=None):
@@ -167,14 +199,28 @@ def backup_gradebook(course):
 
 
 def fingerprint(folder):
-    """sha256 of a submission folder: names, contents and link targets."""
+    """sha256 of a submission folder: names, contents and link targets (links are not
+    followed, special files not opened)."""
+    import stat
+
     h = hashlib.sha256()
-    for p in sorted(Path(folder).rglob("*")):
+    folder = Path(folder)
+    if folder.is_symlink():
+        return hashlib.sha256(b"link:" + os.readlink(folder).encode()).hexdigest()
+    entries = []
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        entries += [Path(root) / n for n in dirs + files]
+    for p in sorted(entries):
         h.update(str(p.relative_to(folder)).encode() + b"\0")
-        if p.is_symlink():
+        st = os.lstat(p)
+        if stat.S_ISLNK(st.st_mode):
             h.update(b"link:" + os.readlink(p).encode())
-        elif p.is_file():
-            h.update(p.read_bytes())
+        elif stat.S_ISREG(st.st_mode):
+            with open(p, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+        else:
+            h.update(f"mode:{st.st_mode}".encode())
     return h.hexdigest()
 
 
@@ -224,25 +270,63 @@ def redact_feedback(feedback_dir, lines):
     return found
 
 
-def grade(names, timeout=None, course=None, students=None, force=False):
+def default_jobs():
+    """Submissions graded side by side by default: one per core this process may use."""
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+def wall_budget(name, timeout=None):
+    """Seconds one submission of ``name`` may take: --timeout, else HPCLAB_GRADE_WALL, else
+    the lab's own budget (:func:`submission_budget`)."""
+    if timeout:
+        return float(timeout)
+    raw = os.environ.get("HPCLAB_GRADE_WALL")
+    if raw:
+        try:
+            return float(raw)
+        except ValueError:
+            raise SystemExit(f"HPCLAB_GRADE_WALL={raw!r} is not a number of seconds") from None
+    return submission_budget(name)
+
+
+def grade(names, timeout=None, course=None, students=None, force=False, jobs=None):
     """Autograde the new or changed submissions of the labs ``names`` (all of them with
     ``force``; only ``students`` when given), write feedback, then export.
 
-    The submissions of one lab that need grading run in one nbgrader process (each in its
-    own sandbox): nbgrader's start-up is paid once per lab, not per student. Returns 1 when
-    any submission could not be graded or its feedback not written (each is listed), else 0.
+    One grader at a time per course folder (lock.py). Each submission is checked first
+    (screen.py), then run on its own: its own nbgrader process, its own sandbox, ``jobs`` of
+    them side by side; its status comes from that run only. The class is then recorded in
+    the gradebook by one nbgrader process, which runs nothing. Returns 1 when any
+    submission could not be graded or its feedback not written (each is listed), else 0.
     """
+    import lock
+
     course = course or Course()
     workdir = Path(course.workdir)
     submitted = workdir / "submitted"
     if not submitted.is_dir():
         raise SystemExit(f"no submissions: copy each student's notebooks to "
                          f"{submitted}/<student>/<assignment>/ first")
-    import sandbox
+    with lock.hold(workdir, f"grade {' '.join(names)}"):
+        scratch = workdir / ".grading"
+        shutil.rmtree(scratch, ignore_errors=True)  # a killed grader's; we hold the lock
+        scratch.mkdir(mode=0o700)
+        try:
+            return _grade(names, timeout, course, students, force, jobs or default_jobs(),
+                          scratch)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
 
+
+def _grade(names, timeout, course, students, force, jobs, scratch):
+    import sandbox
+    import screen
+
+    workdir = Path(course.workdir)
+    submitted = workdir / "submitted"
     sandbox.install_bwrap()
     mode, why = sandbox.isolation()
-    print(f"sandbox: {mode}" + (f" ({why})" if why else ""))
+    print(f"sandbox: {mode}" + (f" ({why})" if why else "") + f"; {jobs} at a time")
     saved = backup_gradebook(course)
     if saved:
         print(f"gradebook backed up to {saved}")
@@ -250,15 +334,21 @@ def grade(names, timeout=None, course=None, students=None, force=False):
     failures = []
     plans = {}
     for name in names:
-        found = sorted(p.parent.name for p in submitted.glob(f"*/{name}") if p.is_dir())
+        found = sorted(p.name for p in submitted.iterdir()
+                       if (p / name).is_dir() or (p / name).is_symlink())
         if students:
-            missing = sorted(set(students) - set(found))
-            if missing:
-                print(f"{name}: no submission from {', '.join(missing)}")
+            for student in sorted(set(students) - set(found)):
+                print(f"{student}/{name}: no submission")
+                if screen.unsafe_id(student) is None:
+                    status.setdefault(name, {})[student] = {
+                        "status": "missing", "reason": "no submission", "fingerprint": ""}
             found = [s for s in found if s in students]
         todo = {}
         for student in found:
-            digest = fingerprint(submitted / student / name)
+            try:
+                digest = fingerprint(submitted / student / name)
+            except OSError as exc:
+                digest = f"unreadable: {exc}"
             entry = status.setdefault(name, {}).get(student, {})
             if not force and entry.get("fingerprint") == digest and entry.get("status") in STATUSES:
                 print(f"{student}/{name}: unchanged since it was {entry['status']} "
@@ -272,15 +362,27 @@ def grade(names, timeout=None, course=None, students=None, force=False):
         # ("*") when every lab of the source folder is graded, else one per lab, so that a
         # lab nobody was graded on yet stays out of the gradebook and the exports
         every = {p.name for p in course.source_dir.iterdir() if list(p.glob("*.ipynb"))}
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory(dir=scratch) as tmp:
             for which in (["*"] if len(plans) > 1 and set(plans) == every else plans):
                 course.nbgrader("generate_assignment", which, "--force",
-                                f"--CourseDirectory.release_directory={tmp}")
-    for name, todo in plans.items():
-        budget = timeout or submission_budget(name)
-        secret = hidden_lines(next((course.source_dir / name).glob("*.ipynb")))
-        _grade_lab(course, name, todo, budget, secret, status, failures)
-        save_status(course, status)
+                                f"--CourseDirectory.release_directory={tmp}",
+                                env={"TMPDIR": str(scratch)})
+    pool = _pool(jobs) if plans else None
+    try:
+        for name, todo in plans.items():
+            lab = _Lab(course, name, wall_budget(name, timeout), scratch / name, pool)
+            lab.grade(todo, status, failures)
+            save_status(course, status)
+            counts = {}
+            for student in todo:
+                kind = status[name][student]["status"]
+                counts[kind] = counts.get(kind, 0) + 1
+            print(f"{name}: {len(todo)} submission(s) graded: " +
+                  ", ".join(f"{v} {k}" for k, v in sorted(counts.items())), flush=True)
+    finally:
+        if pool is not None:
+            _stop_pool(pool)
+    save_status(course, status)
     export(course)
     for student, name, what, log in failures:
         print(f"\n--- {student}/{name} {what}:\n{log}")
@@ -298,87 +400,198 @@ def report_meaning(source_dir, name):
     return nbformat.read(nb, as_version=4).metadata.get("hpclab", {}).get("report", {})
 
 
-def _by_student(log):
-    """nbgrader's log cut into one piece per student (it announces each one)."""
-    import re
+def _pool(jobs):
+    """``jobs`` worker processes (worker.py) that load nbgrader once each."""
+    import multiprocessing
 
-    pieces, current = {}, None
-    for line in log.splitlines():
-        m = re.search(r"(?:Creating/updating student with ID|for student) '([^']+)'", line)
-        if m and "Creating/updating" in line:
-            current = m.group(1)
-        if current:
-            pieces.setdefault(current, []).append(line)
-    return {k: "\n".join(v) for k, v in pieces.items()}
+    import worker
+
+    return concurrent.futures.ProcessPoolExecutor(
+        max_workers=jobs, initializer=worker.init, mp_context=multiprocessing.get_context("fork"))
 
 
-def _grade_lab(course, name, todo, budget, secret, status, failures):
-    """Autograde the submissions ``todo`` ({student: fingerprint}) of lab ``name`` in one
-    nbgrader run over a staged copy of them, then their feedback; updates ``status``."""
-    workdir = Path(course.workdir)
-    with tempfile.TemporaryDirectory() as tmp:
-        stage, reports = Path(tmp) / "submitted", Path(tmp) / "reports"
-        reports.mkdir()
-        for student in todo:
-            shutil.copytree(workdir / "submitted" / student / name, stage / student / name,
-                            symlinks=True)
-        env = {"HPCLAB_PROFILE": GRADING_PROFILE, "HPCLAB_GRADE_WALL": str(budget),
-               "HPCLAB_GRADE_STATUS": str(reports),
-               "HPCLAB_GRADE_VALUES": ",".join(n for n in report_meaning(course.source_dir, name)
-                                              if n.isidentifier())}
-        r = course.nbgrader("autograde", name, "--force",
-                            f"--CourseDirectory.submitted_directory={stage}", env=env,
-                            timeout=len(todo) * (budget + 60) + NBGRADER_TIMEOUT, check=False)
-        logs = _by_student(r.stdout)
-        ran = {p.stem: json.loads(p.read_text()) for p in reports.glob("*.json")}
-    graded = []
-    for student, digest in todo.items():
-        log = logs.get(student) or r.stdout
-        entry = {"fingerprint": digest, "graded_at": time.strftime("%Y-%m-%d %H:%M:%S %z"),
-                 "isolation": ran.get(student, {}).get("isolation", ""),
-                 "seconds": ran.get(student, {}).get("seconds", 0)}
-        error = "| ERROR]" in logs.get(student, "") or \
-            f"error processing assignment '{name}' for student '{student}'" in r.stdout
-        if student not in ran:
-            entry.update(status="ungradable" if error else "failed",
-                         reason=_errors(log) if error else
-                         "the notebook was not executed in the sandbox (check SandboxedExecute "
-                         "in nbgrader_config.py, or grading was stopped): no valid score")
-            failures.append((student, name, f"could not be graded ({entry['status']})",
-                             log[-2000:]))
-        elif error:
-            entry.update(status="failed", reason=_errors(log))
-            failures.append((student, name, "could not be graded (failed)", log[-2000:]))
-        else:
-            kind = {"finished": "graded"}.get(ran[student]["status"], ran[student]["status"])
-            entry.update(status=kind, reason=ran[student]["reason"],
-                         values=ran[student].get("values") or {})
-            graded.append(student)
-        status[name][student] = entry
-    if graded:
-        pattern = graded[0] if len(graded) == 1 else "*"
-        fb = course.nbgrader("generate_feedback", name, "--force",
-                             f"--CourseDirectory.student_id={pattern}", check=False)
-        fb_logs = _by_student(fb.stdout) if fb.returncode else {}
-        for student in graded:
-            entry = status[name][student]
-            notes = [entry["reason"]] if entry["reason"] else []
-            if fb.returncode and ("error" in fb_logs.get(student, "").lower() or not fb_logs):
-                notes.append("feedback could not be written")
-                failures.append((student, name, "was graded, but its feedback could not be "
-                                 "written", fb_logs.get(student, fb.stdout)[-2000:]))
+def _stop_pool(pool):
+    """Stop the workers now, and whatever sandbox they run (it dies with them)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        if proc.is_alive():
+            proc.kill()
+    for proc in procs:
+        proc.join(timeout=10)
+
+
+class _Lab:
+    """The grading of one lab's submissions (see :func:`grade`)."""
+
+    def __init__(self, course, name, budget, scratch, pool):
+        self.course, self.name, self.budget, self.pool = course, name, budget, pool
+        self.scratch = Path(scratch)
+        self.scratch.mkdir(mode=0o700)
+        self.workdir = Path(course.workdir)
+        self.notebook = next(iter(sorted((course.source_dir / name).glob("*.ipynb")))).name
+        self.secret = hidden_lines(course.source_dir / name / self.notebook)
+        self.env = {"HPCLAB_PROFILE": GRADING_PROFILE, "HPCLAB_GRADE_WALL": str(budget),
+                    "TMPDIR": str(self.scratch),
+                    "HPCLAB_GRADE_VALUES": ",".join(n for n in report_meaning(course.source_dir,
+                                                                              name)
+                                                   if n.isidentifier())}
+
+    def _due(self):
+        from nbgrader.api import Gradebook, MissingEntry
+
+        try:
+            with Gradebook(f"sqlite:///{self.course.gradebook}") as gb:
+                return gb.find_assignment(self.name).duedate is not None
+        except MissingEntry:
+            return False
+
+    def _copy(self, student, dest):
+        """The submission's plain files (screened: no links) into dest/<student>/<lab>/."""
+        shutil.copytree(self.workdir / "submitted" / student / self.name,
+                        dest / student / self.name, symlinks=True)
+
+    def _submit(self, student):
+        """Start one submission's run in its own course copy and sandbox, in a worker:
+        a Future of nbgrader's result, and the submission's folder."""
+        own = self.scratch / "run" / student
+        (own / "status").mkdir(parents=True)
+        try:
+            self._copy(student, own / "submitted")
+            shutil.copyfile(self.scratch / "gradebook.db", own / "gradebook.db")
+        except OSError as exc:
+            failed = concurrent.futures.Future()
+            failed.set_result(subprocess.CompletedProcess([], 1, f"OSError: {exc}"))
+            return failed, own
+        options = [f"--CourseDirectory.submitted_directory={own / 'submitted'}",
+                   f"--CourseDirectory.autograded_directory={own / 'autograded'}",
+                   f"--CourseDirectory.feedback_directory={own / 'feedback'}",
+                   f"--CourseDirectory.db_url=sqlite:///{own / 'gradebook.db'}"]
+        env = {**self.env, "HPCLAB_GRADE_STATUS": str(own / "status")}
+        return self.course.submit_autograde(self.pool, self.name, student, options, env), own
+
+    def _record(self, students, executed):
+        """Record ``students`` (run already) in the course's gradebook, in one nbgrader
+        process that runs nothing; the students whose autograded notebook is missing after
+        it, each with its own nbgrader log."""
+        stage = self.scratch / "record"
+        for student in students:
+            self._copy(student, stage)
+            shutil.rmtree(self.workdir / "autograded" / student / self.name, ignore_errors=True)
+        env = {**self.env, "HPCLAB_GRADE_EXECUTED": str(executed)}
+        args = ("autograde", self.name, "--force",
+                f"--CourseDirectory.submitted_directory={stage}")
+        r = self.course.nbgrader(*args, env=env, check=False,
+                                 timeout=NBGRADER_TIMEOUT + 10 * len(students))
+        missing = {}
+        for student in students:
+            if not (self.workdir / "autograded" / student / self.name / self.notebook).exists():
+                one = r if len(students) == 1 else self.course.nbgrader(
+                    *args, f"--CourseDirectory.student_id={student}", env=env, check=False)
+                missing[student] = one.stdout
+        return missing
+
+    def grade(self, todo, status, failures):
+        import screen
+
+        name, due = self.name, self._due()
+        if self.course.gradebook.exists():
+            with sqlite3.connect(self.course.gradebook) as src, \
+                    sqlite3.connect(self.scratch / "gradebook.db") as out:
+                src.backup(out)
+        now = time.strftime("%Y-%m-%d %H:%M:%S %z")
+        entries, runnable = {}, []
+        for student, digest in todo.items():
+            entries[student] = {"fingerprint": digest, "graded_at": now, "isolation": "",
+                                "seconds": 0}
+            folder = self.workdir / "submitted" / student / name
+            why = screen.unsafe_id(student) or screen.problem(folder, self.notebook)
+            if why:
+                entries[student].update(status="ungradable", reason=why)
+                failures.append((student, name, "could not be graded (ungradable)", why))
             else:
-                n = redact_feedback(workdir / "feedback" / student / name, secret)
+                runnable.append(student)
+        executed = self.scratch / "executed"
+        executed.mkdir()
+        ran_ok = []
+        started = {}
+        for student in runnable:
+            future, own = self._submit(student)
+            started[future] = (student, own)
+        for future in concurrent.futures.as_completed(started):
+            student, own = started[future]
+            r = future.result()
+            report = own / "status" / f"{student}.json"
+            ran = json.loads(report.read_text()) if report.exists() else None
+            entry = entries[student]
+            log = r.stdout
+            if ran is None:
+                entry.update(status="failed", reason=_errors(log) if r.returncode else
+                             "the notebook was not executed in the sandbox (check "
+                             "SandboxedExecute in nbgrader_config.py): no valid score")
+                failures.append((student, name, "could not be graded (failed)", log[-2000:]))
+                continue
+            entry.update(isolation=ran.get("isolation", ""), seconds=ran.get("seconds", 0))
+            if r.returncode != 0:
+                entry.update(status="failed", reason=_errors(log))
+                failures.append((student, name, "could not be graded (failed)", log[-2000:]))
+                continue
+            kind = {"finished": "graded"}.get(ran["status"], ran["status"])
+            notes = [ran["reason"]] if ran["reason"] else []
+            notes += screen.notes(self.workdir / "submitted" / student / name, due)
+            entry.update(status=kind, reason="; ".join(notes), values=ran.get("values") or {})
+            shutil.copyfile(own / "status" / f"{student}.ipynb", executed / f"{student}.ipynb")
+            ran_ok.append(student)
+            shutil.rmtree(own, ignore_errors=True)
+        ran_ok.sort()
+        graded = []
+        if ran_ok:
+            missing = self._record(ran_ok, executed)
+            for student in ran_ok:
+                if student in missing:
+                    entries[student].update(status="failed", reason="not recorded in the "
+                                            "gradebook: " + _errors(missing[student]))
+                    failures.append((student, name, "could not be recorded",
+                                     missing[student][-2000:]))
+                else:
+                    graded.append(student)
+        if graded:
+            self._feedback(graded, entries, failures)
+        for student in todo:
+            entry = status[name][student] = entries[student]
+            print(f"{student}/{name}: {entry['status']}" +
+                  (f" ({entry['reason']})" if entry["reason"] else "") +
+                  (f" [{entry['isolation']}, {entry['seconds']:.0f} s]"
+                   if entry["isolation"] else ""), flush=True)
+
+    def _feedback(self, graded, entries, failures):
+        name = self.name
+        for student in graded:
+            shutil.rmtree(self.workdir / "feedback" / student / name, ignore_errors=True)
+        pattern = graded[0] if len(graded) == 1 else "*"
+        fb = self.course.nbgrader("generate_feedback", name, "--force",
+                                  f"--CourseDirectory.student_id={pattern}", check=False,
+                                  env={"TMPDIR": str(self.scratch)})
+        for student in graded:
+            entry = entries[student]
+            notes = [entry["reason"]] if entry["reason"] else []
+            page = self.workdir / "feedback" / student / name / self.notebook.replace(
+                ".ipynb", ".html")
+            if fb.returncode or not page.exists():
+                log = fb.stdout if len(graded) == 1 else self.course.nbgrader(
+                    "generate_feedback", name, "--force",
+                    f"--CourseDirectory.student_id={student}", check=False,
+                    env={"TMPDIR": str(self.scratch)}).stdout
+                if not page.exists() or len(graded) == 1:
+                    notes.append("feedback could not be written")
+                    failures.append((student, name, "was graded, but its feedback could not be "
+                                     "written", log[-2000:]))
+            if page.exists():
+                n = redact_feedback(self.workdir / "feedback" / student / name, self.secret)
                 if n:
                     notes.append(f"{n} hidden-test line(s) printed by the submission removed "
                                  "from its feedback")
             entry["reason"] = "; ".join(notes)
-    for student in todo:
-        entry = status[name][student]
-        print(f"{student}/{name}: {entry['status']}" +
-              (f" ({entry['reason']})" if entry["reason"] else "") +
-              (f" [{entry['isolation']}, {entry['seconds']:.0f} s]" if entry["isolation"] else ""),
-              flush=True)
 
 
 # ---------------------------------------------------------------- export
@@ -398,14 +611,21 @@ def rows(course):
         return out
     with Gradebook(f"sqlite:///{course.gradebook}") as gb:
         for assignment in gb.assignments:
-            for student in gb.students:
-                row = {"assignment": assignment.name, "student_id": student.id,
-                       "last_name": student.last_name or "", "first_name": student.first_name or "",
-                       "email": student.email or "", "duedate": assignment.duedate or "",
-                       "max_score": assignment.max_score}
-                entry = status.get(assignment.name, {}).get(student.id, {})
+            known = {student.id: student for student in gb.students}
+            # a submission refused before nbgrader saw it has no student in the gradebook
+            ids = sorted(set(known) | set(status.get(assignment.name, {})))
+            for sid in ids:
+                student = known.get(sid)
+                row = {"assignment": assignment.name, "student_id": sid,
+                       "last_name": getattr(student, "last_name", "") or "",
+                       "first_name": getattr(student, "first_name", "") or "",
+                       "email": getattr(student, "email", "") or "",
+                       "duedate": assignment.duedate or "", "max_score": assignment.max_score}
+                entry = status.get(assignment.name, {}).get(sid, {})
                 try:
-                    sub = gb.find_submission(assignment.name, student.id)
+                    if student is None:
+                        raise MissingEntry()
+                    sub = gb.find_submission(assignment.name, sid)
                 except MissingEntry:
                     row.update(timestamp="", seconds_late=0, raw_score=0, late_penalty=0,
                                score=0, status=entry.get("status", "missing"),
@@ -484,6 +704,8 @@ def main(argv=None):
                    "roster's CSV; the lab and its due date")
     p.add_argument("--student", action="append", default=None,
                    help="grade only this student (repeat for several)")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="submissions graded side by side (default: one per core)")
     p.add_argument("--force", action="store_true",
                    help="grade again even the submissions that did not change")
     p.add_argument("--workdir", default=None,
@@ -499,18 +721,11 @@ def main(argv=None):
     course = Course.at(args.workdir or HERE, args.source) if (args.workdir or args.source) \
         else Course()
     known = assignments(course.source)
-    if args.command == "roster":
-        if len(args.args) != 1:
-            raise SystemExit("roster takes one CSV file: id,first_name,last_name,email")
-        return roster(course, args.args[0]) or 0
-    if args.command == "duedate":
-        if len(args.args) != 2 or args.args[0] not in known:
-            raise SystemExit(f"duedate takes a lab ({', '.join(known)}) and a date, e.g. "
-                             '"2026-12-01 17:00:00 Europe/Rome"')
-        return duedate(course, *args.args) or 0
-    if args.command == "export":
-        export(course)
-        return 0
+    if args.command in ("roster", "duedate", "export"):
+        import lock
+
+        with lock.hold(course.workdir, args.command):
+            return _edit(args, course, known)
     if args.command == "report":
         import report
 
@@ -523,7 +738,25 @@ def main(argv=None):
     if args.command == "release":
         release(names, course)
         return 0
-    return grade(names, args.timeout, course, students=args.student, force=args.force)
+    if args.jobs is not None and args.jobs < 1:
+        raise SystemExit(f"--jobs {args.jobs}: grade at least one submission at a time")
+    return grade(names, args.timeout, course, students=args.student, force=args.force,
+                 jobs=args.jobs)
+
+
+def _edit(args, course, known):
+    """roster, duedate and export (under the course's lock)."""
+    if args.command == "roster":
+        if len(args.args) != 1:
+            raise SystemExit("roster takes one CSV file: id,first_name,last_name,email")
+        return roster(course, args.args[0]) or 0
+    if args.command == "duedate":
+        if len(args.args) != 2 or args.args[0] not in known:
+            raise SystemExit(f"duedate takes a lab ({', '.join(known)}) and a date, e.g. "
+                             '"2026-12-01 17:00:00 Europe/Rome"')
+        return duedate(course, *args.args) or 0
+    export(course)
+    return 0
 
 
 if __name__ == "__main__":

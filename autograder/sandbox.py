@@ -55,8 +55,12 @@ INNER = "/tmp/grading"  # where the sandbox sees its folder (its /tmp is an empt
 @dataclass
 class Limits:
     """What one submission may use. ``wall`` and ``cell`` in seconds, ``memory`` bytes of
-    address space per process, ``output`` bytes per file written, ``cpu`` CPU seconds per
-    process, ``processes`` processes and threads of the sandbox's user."""
+    address space per process, ``output`` bytes per file written (the runner's own output
+    and the executed notebook included), ``cpu`` CPU seconds per process, ``processes``
+    processes and threads of the sandbox's user, ``files`` total bytes of the plain files
+    copied in beside the notebook, ``disk`` bytes of each writable folder (the working
+    folder, its temporary folder, /dev/shm: memory-backed, sized), ``text`` characters of
+    one output kept in the graded notebook (the rest is cut, with a note)."""
 
     wall: float = 300.0
     cell: float = 120.0
@@ -64,7 +68,9 @@ class Limits:
     processes: int = 512
     cpu: int = 600
     output: int = 64 * MiB
-    files: int = 64 * MiB      # total size of the plain files copied in beside the notebook
+    files: int = 64 * MiB
+    disk: int = 256 * MiB
+    text: int = 100_000
 
     @classmethod
     def from_env(cls, **override):
@@ -122,12 +128,15 @@ def _hidden():
     return sorted(p for p in out if p.exists() and p != Path("/"))
 
 
-def _bwrap_args(box):
-    args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--perms", "1777", "--tmpfs",
-            "/dev/shm", "--proc", "/proc"]
+def _bwrap_args(box, limits):
+    """bubblewrap's command line: the box read-only at INNER, a sized tmpfs (memory) for the
+    working folder, its temporary folder, /dev/shm and every emptied tree."""
+    size = ["--size", str(limits.disk)]
+    args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--perms", "1777", *size,
+            "--tmpfs", "/dev/shm", "--proc", "/proc"]
     hidden = _hidden()
     for p in hidden:
-        args += ["--tmpfs", str(p)]
+        args += [*size, "--tmpfs", str(p)]
     mounts, made = _mount_points(), set()
     for p in mounts + [Path(INNER)]:
         # folders on the way to a mount point inside an emptied tree: traversable by anyone
@@ -137,7 +146,10 @@ def _bwrap_args(box):
                 made.add(parent)
     for p in mounts:
         args += ["--ro-bind", str(p), str(p)]
-    args += ["--bind", str(box), INNER, "--chdir", f"{INNER}/work",
+    args += ["--ro-bind", str(box), INNER]
+    for writable in ("work", "tmp"):
+        args += ["--perms", "1777", *size, "--tmpfs", f"{INNER}/{writable}"]
+    args += ["--chdir", f"{INNER}/work",
              "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
              "--die-with-parent", "--new-session"]
     if os.geteuid() != 0:
@@ -198,6 +210,7 @@ def isolation():
 def _limit(limits, uid):
     def apply():
         os.setsid()
+        _die_with_parent()
         for what, value in ((resource.RLIMIT_AS, limits.memory),
                             (resource.RLIMIT_CPU, limits.cpu),
                             (resource.RLIMIT_FSIZE, limits.output),
@@ -208,6 +221,17 @@ def _limit(limits, uid):
             nproc += _processes_of(os.getuid())
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
     return apply
+
+
+def _die_with_parent():
+    """This process is killed when the one that started it ends (killed or not)."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _processes_of(uid):
@@ -314,9 +338,8 @@ def run(nb, limits, files_from=None, log=print, values=()):
     fds = []
     t0 = time.monotonic()
     try:
-        (box / "work").mkdir()
-        (box / "tmp").mkdir()
-        (box / "runner").mkdir()
+        for sub in ("work", "tmp", "runner", "files"):
+            (box / sub).mkdir()
         for name in ("run_notebook.py", "judge.py"):
             shutil.copyfile(HERE / name, box / "runner" / name)
             os.chmod(box / "runner" / name, 0o444)
@@ -324,49 +347,54 @@ def run(nb, limits, files_from=None, log=print, values=()):
         with open(box / "in.ipynb", "w") as fh:
             nbformat.write(bare, fh)
         (private / "tests.json").write_text(json.dumps({str(i): src for i, src in tests.items()}))
-        tests_fd = os.open(private / "tests.json", os.O_RDONLY)
-        judged_fd = os.open(private / "judged.jsonl", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        fds = [tests_fd, judged_fd]
-        left = _copy_files(files_from, box / "work", limits.files)
-        if uid is not None:
-            for p in [box / "work", box / "tmp", *(box / "work").rglob("*")]:
-                os.chown(p, uid, uid)
-            os.chmod(box, 0o755)
+        # what the runner reads and writes, through descriptors the kernel cannot reach:
+        # the tests, the verdicts, the executed notebook and the values
+        fds = [os.open(private / "tests.json", os.O_RDONLY)]
+        for name in ("judged.jsonl", "executed.ipynb", "values.json"):
+            fds.append(os.open(private / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+        left = _copy_files(files_from, box / "files", limits.files)
+        for p in [box / "work", box / "tmp"]:
+            os.chmod(p, 0o1777)
+        os.chmod(box, 0o755)
         box_path = INNER if mode == "bwrap" else str(box)
         python = os.path.abspath(sys.executable)  # not resolved: the environment's own
         venv_bin = os.path.dirname(python)
         inner = [python, "-I", f"{box_path}/runner/run_notebook.py", f"{box_path}/in.ipynb",
-                 f"{box_path}/work/.executed.ipynb", str(limits.cell), ",".join(values),
-                 str(tests_fd), str(judged_fd)]
+                 f"{box_path}/files", str(limits.cell), ",".join(values), *map(str, fds),
+                 str(min(limits.output // 4, 16 * MiB))]
         if uid is not None:
             inner = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
                      "--inh-caps=-all", "--bounding-set=-all", *inner]
-        cmd = (_bwrap_args(box) + inner) if mode == "bwrap" else inner
+        cmd = (_bwrap_args(box, limits) + inner) if mode == "bwrap" else inner
         env = _environment(box_path, venv_bin)
         if mode != "bwrap":
             env["HOME"] = str(box / "work")
-        proc = subprocess.Popen(cmd, cwd=box / "work", env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                preexec_fn=_limit(limits, uid), pass_fds=fds)
+        # the runner's and the kernel's raw output go to a file outside the sandbox, capped
+        # by the file-size limit; the grader reads its last lines only
+        with open(private / "output.log", "wb") as log_file:
+            proc = subprocess.Popen(cmd, cwd=box / "work", env=env, stdin=subprocess.DEVNULL,
+                                    stdout=log_file, stderr=subprocess.STDOUT,
+                                    preexec_fn=_limit(limits, uid), pass_fds=fds)
         for fd in fds:
             os.close(fd)
         fds = []
         status, reason = "finished", ""
         try:
-            out, _ = proc.communicate(timeout=limits.wall)
+            proc.wait(timeout=limits.wall)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
-            out, _ = proc.communicate()
+            proc.wait()
             status = "timed out"
             reason = f"stopped after its wall budget of {limits.wall:g} s"
         finally:
             _kill_group(proc)
             if uid is not None and mode != "bwrap":
                 _kill_uid(uid)
-        out = (out or b"")[-4000:].decode(errors="replace")
-        executed = _read_untrusted(box / "work" / ".executed.ipynb", limits.output)
+        out = _tail(private / "output.log", 4000)
+        executed = _read_untrusted(private / "executed.ipynb", limits.output)
         merged, problem = merge(nb, executed, tests,
-                                _read_judged(private / "judged.jsonl", tests, limits.output))
+                                _read_judged(private / "judged.jsonl", tests, limits.output),
+                                text=limits.text)
         if problem and status == "finished":
             status, reason = "failed", problem
             tail = out.strip().splitlines()[-3:]
@@ -383,12 +411,22 @@ def run(nb, limits, files_from=None, log=print, values=()):
         if left:
             reason = (reason + "; " if reason else "") + "not copied: " + ", ".join(left)
         return Result(status, reason, mode, merged, time.monotonic() - t0,
-                      _read_values(box / "work" / ".executed.ipynb.values.json", values))
+                      _read_values(private / "values.json", values))
     finally:
         for fd in fds:
             os.close(fd)
         shutil.rmtree(box, ignore_errors=True)
         shutil.rmtree(private, ignore_errors=True)
+
+
+def _tail(path, n):
+    """The last ``n`` bytes of a file, as text."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - n))
+            return fh.read(n).decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def _read_judged(path, tests, limit):
@@ -455,10 +493,29 @@ def _read_untrusted(path, limit):
         return None
 
 
-def merge(nb, executed, tests=(), judged=None):
-    """The trusted notebook with ``executed``'s outputs, cell by cell, and the graded test
-    cells' outputs from ``judged`` (the runner's verdicts, never the returned notebook's);
-    (notebook, problem)."""
+def _cut(outputs, text):
+    """Outputs with every text longer than ``text`` characters cut, saying so."""
+    for out in outputs:
+        fields = [("text", out)] if "text" in out else []
+        fields += [(k, out["data"]) for k in ("text/plain", "text/html")
+                   if isinstance(out.get("data"), dict) and k in out["data"]]
+        fields += [("evalue", out)] if "evalue" in out else []
+        for key, holder in fields:
+            value = holder[key]
+            value = "".join(value) if isinstance(value, list) else str(value)
+            if len(value) > text:
+                holder[key] = (value[:text] + f"\n[output cut: {len(value):,} characters, "
+                               f"the grader keeps {text:,}]\n")
+        if isinstance(out.get("traceback"), list) and \
+                sum(len(x) for x in out["traceback"]) > text:
+            out["traceback"] = [x[:text // 10] for x in out["traceback"][-10:]]
+    return outputs
+
+
+def merge(nb, executed, tests=(), judged=None, text=Limits.text):
+    """The trusted notebook with ``executed``'s outputs, cell by cell (each text cut at
+    ``text`` characters), and the graded test cells' outputs from ``judged`` (the runner's
+    verdicts, never the returned notebook's); (notebook, problem)."""
     merged = nbformat.from_dict(json.loads(json.dumps(nb)))
     judged = judged or {}
     for i, (outputs, count) in judged.items():
@@ -475,7 +532,7 @@ def merge(nb, executed, tests=(), judged=None):
         if mine.cell_type != theirs.cell_type or mine.source != theirs.source:
             return merged, "the notebook's cells changed while it ran"
         if mine.cell_type == "code":
-            mine.outputs = theirs.get("outputs", [])
+            mine.outputs = _cut(theirs.get("outputs", []), text)
             mine.execution_count = theirs.get("execution_count")
     return merged, ""
 
@@ -496,22 +553,33 @@ def mark_not_run(nb, why):
 class SandboxedExecute(Preprocessor):
     """nbgrader's Execute step, run in the sandbox (see the module's doc).
 
-    Configured in nbgrader_config.py in place of nbgrader's Execute. Writes what happened
-    as JSON to <student>.json in the folder named by HPCLAB_GRADE_STATUS, for grade.py.
+    Configured in nbgrader_config.py in place of nbgrader's Execute. With
+    HPCLAB_GRADE_STATUS set, writes what happened as JSON to <student>.json in that folder
+    and the executed notebook to <student>.ipynb, for grade.py. With HPCLAB_GRADE_EXECUTED
+    set instead, runs nothing: it takes <student>.ipynb from that folder, a notebook this
+    step executed before (grade.py runs each submission on its own first, then records the
+    class in the gradebook in one process).
     """
 
     enabled = Bool(True)  # nbconvert's preprocessors are off unless told
     timeout = Integer(180, help="seconds one cell may run").tag(config=True)
 
     def preprocess(self, nb, resources):
+        student = resources.get("nbgrader", {}).get("student", "submission")
+        done = os.environ.get("HPCLAB_GRADE_EXECUTED")
+        if done:
+            path = Path(done) / f"{student}.ipynb"
+            if not path.is_file():
+                raise RuntimeError(f"{student} has no executed notebook in {done}")
+            return nbformat.read(path, as_version=4), resources
         path = resources.get("metadata", {}).get("path")
         limits = Limits.from_env()
         limits.cell = min(self.timeout, limits.wall)
         names = [n for n in os.environ.get("HPCLAB_GRADE_VALUES", "").split(",") if n]
         result = run(nb, limits, files_from=path, log=self.log.warning, values=names)
         folder = os.environ.get("HPCLAB_GRADE_STATUS")
-        student = resources.get("nbgrader", {}).get("student", "submission")
         if folder:
+            nbformat.write(result.notebook, os.path.join(folder, f"{student}.ipynb"))
             with open(os.path.join(folder, f"{student}.json"), "w") as fh:
                 json.dump({"status": result.status, "reason": result.reason,
                            "isolation": result.isolation, "values": result.values,

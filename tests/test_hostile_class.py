@@ -5,12 +5,15 @@ keeps this quick; the six labs' own round trip is in test_notebooks.py. Every su
 gets a status, the good one its full marks, the gradebook survives, no feedback shows
 hidden-test code, no process is left behind, and grading again skips what did not change.
 """
+import contextlib
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -93,7 +96,22 @@ HOSTILE = {
     "spy": ("ip = get_ipython()\n"
             "ip.events.register('pre_run_cell', lambda info: print(info.raw_cell))\n"
             "answer = 1.0"),
+    # a log line of the grader's own form, naming a correct student, then the runner killed
+    "forger": ("import os, signal, sys\n"
+               "line = b\"[AutogradeApp | ERROR] Creating/updating student with ID 'good'\\n\"\n"
+               "os.write(2, line); os.write(1, line)\n"
+               "os.kill(os.getppid(), signal.SIGKILL)"),
+    # 1 GiB to the kernel's raw stdout and 1 GiB to /dev/shm, then the right answer
+    "gigabytes": ("import os\nblock = b'x' * 2**20\nfor where in ('shm', 'stdout'):\n"
+                  "    try:\n"
+                  "        fd = 1 if where == 'stdout' else os.open('/dev/shm/big', "
+                  "os.O_WRONLY | os.O_CREAT)\n"
+                  "        for _ in range(1024):\n            os.write(fd, block)\n"
+                  "        print(where, 'took 1 GiB')\n"
+                  "    except OSError as e:\n        print(where, 'stopped:', e)\n"
+                  "answer = 42.0"),
 }
+GOOD = "answer = 6.0 * 7.0"
 
 
 def _submission(released, code=None, edit=None):
@@ -143,6 +161,61 @@ def _uid_processes(uid):
     return n
 
 
+def _descendants(root, sandboxes=False):
+    """{pid: command} of the live processes below ``root``, outside the sandboxes unless
+    asked (a process under bubblewrap belongs to a submission, not to the grader)."""
+    parent, cmd = {}, {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                cmd[int(d.name)] = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except (OSError, ValueError, IndexError):
+                pass
+    out, todo = {}, [root]
+    while todo:
+        pid = todo.pop()
+        for child, p in parent.items():
+            if p == pid and child not in out:
+                out[child] = cmd.get(child, "")
+                if sandboxes or not cmd.get(child, "").startswith("bwrap"):
+                    todo.append(child)
+    return out
+
+
+@contextlib.contextmanager
+def memory_watch(interval=0.2):
+    """Yields a dict that ends up holding the peak resident memory (bytes) of this test's
+    grader processes (grade.py, nbgrader; not the sandboxed submissions), read from
+    /proc/<pid>/status while they run."""
+    peak = {"bytes": 0, "process": ""}
+    stop = threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            for pid, cmd in _descendants(os.getpid()).items():
+                if "grade.py" not in cmd and "nbgrader" not in cmd:
+                    continue
+                try:
+                    status = Path(f"/proc/{pid}/status").read_text()
+                except OSError:
+                    continue
+                for line in status.splitlines():
+                    if line.startswith("VmHWM:"):
+                        kib = int(line.split()[1])
+                        if kib * 1024 > peak["bytes"]:
+                            peak.update(bytes=kib * 1024, process=cmd[:120])
+            stop.wait(interval)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield peak
+    finally:
+        stop.set()
+        thread.join()
+
+
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
     base = tmp_path_factory.mktemp("hostile")
@@ -158,7 +231,8 @@ def hostile(tmp_path_factory):
     patterns = [str(source / "**" / "*.ipynb"), str(gradebook), str(base / "course" / SECRET_FILE),
                 str(work / "submitted" / "**" / "*.ipynb"), "/root/**/*", "/home/**/*",
                 f"{sandbox.INNER}/**/*"]
-    subs = {"good": _submission(released, "answer = 6.0 * 7.0", edit=_explain),
+    subs = {"good": _submission(released, GOOD, edit=_explain),
+            "zz_good": _submission(released, GOOD, edit=_explain),
             "untouched": _submission(released),
             "tester": _submission(released, edit=_edit_tests),
             "stripped": _submission(released, edit=_strip)}
@@ -175,19 +249,32 @@ def hostile(tmp_path_factory):
                    capture_output=True, timeout=300)
     (work / "submitted" / "broken" / "toy").mkdir(parents=True)
     (work / "submitted" / "broken" / "toy" / "toy.ipynb").write_text('{"cells": [')
+    # refused before they run: links (dangling; to the solution), a malformed hand-in time,
+    # no notebook at all, an unsafe student id
+    for student in ("dangling", "solutionlink", "badstamp", "notebookless", "bad id"):
+        (work / "submitted" / student / "toy").mkdir(parents=True)
+    (work / "submitted" / "dangling" / "toy" / "toy.ipynb").symlink_to("/nonexistent/toy.ipynb")
+    (work / "submitted" / "solutionlink" / "toy" / "toy.ipynb").symlink_to(source / "toy" /
+                                                                        "toy.ipynb")
+    nbformat.write(subs["good"], work / "submitted" / "badstamp" / "toy" / "toy.ipynb")
+    (work / "submitted" / "badstamp" / "toy" / "timestamp.txt").write_text("next tuesday-ish")
+    (work / "submitted" / "notebookless" / "toy" / "answers.txt").write_text("42")
+    nbformat.write(subs["good"], work / "submitted" / "bad id" / "toy" / "toy.ipynb")
     roster = base / "roster.csv"
     roster.write_text("id,first_name,last_name,email\ngood,Ada,Lovelace,ada@example.org\n")
     subprocess.run(cli + ["roster", str(roster)] + common, check=True, capture_output=True,
                    timeout=300)
     t0 = time.monotonic()
-    first = subprocess.run(cli + ["grade", "toy", "--timeout", str(WALL)] + common,
-                           capture_output=True, text=True, timeout=3000)
+    with memory_watch() as peak:
+        first = subprocess.run(cli + ["grade", "toy", "--timeout", str(WALL)] + common,
+                               capture_output=True, text=True, timeout=3000)
     seconds = time.monotonic() - t0
     again = subprocess.run(cli + ["grade", "toy"] + common, capture_output=True, text=True,
                            timeout=600)
     subprocess.run(cli + ["report"] + common, check=True, capture_output=True, timeout=300)
-    return {"work": work, "first": first, "again": again, "seconds": seconds,
-            "students": sorted(subs) + ["broken"], "source": source, "base": base}
+    return {"work": work, "first": first, "again": again, "seconds": seconds, "peak": peak,
+            "students": sorted(subs) + ["broken"], "source": source, "base": base,
+            "refused": ["dangling", "solutionlink", "badstamp", "notebookless", "bad id"]}
 
 
 def _rows(work):
@@ -207,9 +294,11 @@ def test_every_submission_gets_a_status_and_the_good_one_full_marks(hostile):
     assert (float(late["raw_score"]), float(late["score"])) == (2, 1.4), late
     assert late["status"] == "graded, manual grading pending, late", late
     for student in hostile["students"]:
-        if student not in ("good", "late"):
+        if student not in ("good", "late", "zz_good", "gigabytes"):
             assert float(rows[student]["score"]) == 0, (student, rows[student], out[-3000:])
     status = {s: rows[s]["status"].split(",")[0] for s in rows}
+    assert float(rows["zz_good"]["score"]) == 2, rows["zz_good"]
+    assert status["good"] == status["zz_good"] == "graded", status
     assert status["loop"] == status["sleeper"] == "timed out", status
     assert status["broken"] == "ungradable", status
     assert status["parricide"] == "failed", status
@@ -218,6 +307,49 @@ def test_every_submission_gets_a_status_and_the_good_one_full_marks(hostile):
     for student in ("untouched", "tester", "hog", "forker", "reader", "deleter", "networker",
                     "orphans", "spy", "patcher"):
         assert status[student] in ("graded", "failed"), (student, rows[student])
+
+
+def test_each_refused_submission_has_its_own_row_and_reason(hostile):
+    rows = _rows(hostile["work"])
+    for student in hostile["refused"]:
+        assert student in rows, f"{student} has no row in grades.csv"
+        assert rows[student]["status"] == "ungradable", rows[student]
+        assert float(rows[student]["score"]) == 0, rows[student]
+    reasons = {s: rows[s]["reason"] for s in hostile["refused"]}
+    assert "is a link" in reasons["dangling"] and "/nonexistent" in reasons["dangling"]
+    assert "is a link" in reasons["solutionlink"]
+    assert "not a date" in reasons["badstamp"], reasons["badstamp"]
+    assert "there is no toy.ipynb" in reasons["notebookless"], reasons["notebookless"]
+    assert "not a safe name" in reasons["bad id"], reasons["bad id"]
+    assert "not a notebook" in rows["broken"]["reason"], rows["broken"]
+    out = hostile["first"].stdout + hostile["first"].stderr
+    assert "Traceback" not in out, out[-3000:]
+    # the linked solution was never graded: no feedback, no autograded copy of it
+    assert not (hostile["work"] / "feedback" / "solutionlink").exists()
+    assert not (hostile["work"] / "autograded" / "solutionlink").exists()
+    with open(hostile["work"] / "grades-lms.csv") as fh:
+        assert set(hostile["refused"]) <= {r["ID"] for r in csv.DictReader(fh)}
+
+
+def test_a_forged_log_line_changes_only_the_forgers_status(hostile):
+    rows = _rows(hostile["work"])
+    assert rows["forger"]["status"].startswith("failed"), rows["forger"]
+    assert float(rows["forger"]["score"]) == 0
+    assert "SIGKILL" in rows["forger"]["reason"], rows["forger"]
+    assert "forg" not in rows["good"]["reason"] and rows["good"]["status"].startswith("graded")
+
+
+def test_raw_output_and_shared_memory_are_capped(hostile):
+    nb = nbformat.read(hostile["work"] / "autograded" / "gigabytes" / "toy" / "toy.ipynb",
+                       as_version=4)
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
+                   for o in c.get("outputs", []))
+    # the file-size limit (64 MiB) or the size of the sandbox's /dev/shm, whichever first
+    assert re.search(r"shm stopped: \[Errno (27|28)\]", text), text[-2000:]
+    assert "[stopped: this cell wrote more than" in text, text[-2000:]
+    assert "took 1 GiB" not in text
+    assert hostile["peak"]["bytes"] < 1 << 30, hostile["peak"]
+    assert hostile["peak"]["bytes"] > 0, "the grader's memory was never read"
 
 
 def test_the_class_is_graded_within_its_budget(hostile):
@@ -288,7 +420,7 @@ def test_the_class_report_shows_the_students_numbers(hostile):
 
 def test_export_runs_nothing(hostile, tmp_path):
     work = tmp_path / "copy"
-    shutil.copytree(hostile["work"], work)
+    shutil.copytree(hostile["work"], work, symlinks=True)
     (work / "grades.csv").unlink()
     t0 = time.monotonic()
     subprocess.run([sys.executable, str(AUTOGRADER / "grade.py"), "export", "--workdir",
@@ -296,3 +428,61 @@ def test_export_runs_nothing(hostile, tmp_path):
                    capture_output=True, timeout=120)
     assert time.monotonic() - t0 < 30
     assert _rows(work)["good"]["score"] == _rows(hostile["work"])["good"]["score"]
+
+
+def _alive(pid):
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
+    except OSError:
+        return False
+
+
+def test_one_grader_at_a_time_a_killed_one_leaves_nothing_and_the_wall_holds(hostile, tmp_path):
+    """HPCLAB_GRADE_WALL=20 without --timeout; a second grader while one runs; the first
+    killed mid-run; then a full run."""
+    import signal
+    import tempfile
+
+    work = tmp_path / "work"
+    released = hostile["base"] / "course" / "labs" / "toy" / "toy.ipynb"
+    (work / "submitted" / "sleeper" / "toy").mkdir(parents=True)
+    nbformat.write(_submission(released, HOSTILE["sleeper"]),
+                   work / "submitted" / "sleeper" / "toy" / "toy.ipynb")
+    cli = [sys.executable, str(AUTOGRADER / "grade.py"), "grade", "toy", "--workdir", str(work),
+           "--source", str(hostile["source"])]
+    env = {**os.environ, "HPCLAB_GRADE_WALL": "20"}
+    ours = ("hpclab-", "tmp")
+    before = {n for n in os.listdir(tempfile.gettempdir()) if n.startswith(ours)}
+    first = subprocess.Popen(cli, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while not any("run_notebook.py" in c for c in _descendants(first.pid, True).values()):
+            assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+            time.sleep(0.2)
+        second = subprocess.run(cli, env=env, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 3, second
+        assert f"process {first.pid}" in second.stderr and "Nothing was changed" in \
+            second.stderr, second.stderr
+        started = _descendants(first.pid, True)
+        assert len(started) >= 3, started
+        os.kill(first.pid, signal.SIGKILL)
+        first.communicate()
+        deadline = time.monotonic() + 15
+        while any(_alive(p) for p in started) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [started[p] for p in started if _alive(p)], "the killed grader left these"
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait()
+    after = {n for n in os.listdir(tempfile.gettempdir()) if n.startswith(ours)}
+    assert not after - before, f"left in {tempfile.gettempdir()}: {sorted(after - before)}"
+    third = subprocess.run(cli, env=env, capture_output=True, text=True, timeout=600)
+    assert third.returncode == 0, third.stdout[-3000:] + third.stderr[-3000:]
+    row = _rows(work)["sleeper"]
+    assert row["status"] == "timed out", row
+    assert "wall budget of 20 s" in row["reason"], row
+    entry = json.loads((work / "status.json").read_text())["toy"]["sleeper"]
+    assert entry["seconds"] < 60, entry
+    assert not (work / ".grading").exists()

@@ -145,42 +145,23 @@ def test_every_mpi_call_has_a_timeout_below_the_cell_timeout(lab):
                 assert 0 < seconds < cell_timeout, f"{ast.unparse(node)}: {seconds} s"
 
 
-# the labs in two halves, each graded by its own grade.py in a course folder of its own, the
-# two side by side (a 2-core machine: one grader's nbgrader and kernel start-ups overlap the
-# other's measurements); the same grader and the same checks as one run over every lab
-GROUPS = (LABS[0::2], LABS[1::2])
-
-
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """Grade the solution (alice), the untouched lab (bob) and a broken file (carol):
-    {lab: (course folder, its grading process)}."""
-    runs = []
-    for k, group in enumerate(GROUPS):
-        work = tmp_path_factory.mktemp(f"grading{k}")
-        for lab in group:
-            for student, source in (("alice", ROOT / "solutions"), ("bob", ROOT / "labs")):
-                dest = work / "submitted" / student / lab
-                dest.mkdir(parents=True)
-                shutil.copy(source / lab / f"{lab}.ipynb", dest)
-            carol = work / "submitted" / "carol" / lab
-            carol.mkdir(parents=True)
-            (carol / f"{lab}.ipynb").write_text("{ this is not a notebook")
-        runs.append((work, group, subprocess.Popen(
-            [sys.executable, str(AUTOGRADER / "grade.py"), "grade", *group, "--workdir",
-             str(work)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
-    out = {}
-    try:
-        for work, group, proc in runs:
-            stdout, stderr = proc.communicate(timeout=1500)
-            done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
-            out.update({lab: (work, done) for lab in group})
-    finally:
-        for _, _, proc in runs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    return out
+    """Grade the solution (alice), the untouched lab (bob) and a broken file (carol) of every
+    lab in one grading run (its submissions side by side, one per core):
+    {lab: (course folder, the grading process)}."""
+    work = tmp_path_factory.mktemp("grading")
+    for lab in LABS:
+        for student, source in (("alice", ROOT / "solutions"), ("bob", ROOT / "labs")):
+            dest = work / "submitted" / student / lab
+            dest.mkdir(parents=True)
+            shutil.copy(source / lab / f"{lab}.ipynb", dest)
+        carol = work / "submitted" / "carol" / lab
+        carol.mkdir(parents=True)
+        (carol / f"{lab}.ipynb").write_text("{ this is not a notebook")
+    done = subprocess.run([sys.executable, str(AUTOGRADER / "grade.py"), "grade", *LABS,
+                           "--workdir", str(work)], capture_output=True, text=True, timeout=1500)
+    return {lab: (work, done) for lab in LABS}
 
 
 def _scores(work, lab, student):
@@ -252,39 +233,60 @@ def test_feedback_shows_no_hidden_tests(graded, lab):
         assert not leaked, f"{student}'s feedback shows hidden-test code: {leaked}"
 
 
-def test_a_feedback_failure_is_reported_not_ignored(tmp_path, capsys):
+def test_a_feedback_failure_is_reported_not_ignored(tmp_path, capsys, monkeypatch):
     """grade.py keeps no module-level state and reports every failed step."""
     import subprocess as sp
 
     sys.path.insert(0, str(AUTOGRADER))
     import grade
 
+    monkeypatch.delenv("HPCLAB_GRADE_WALL", raising=False)
     lab, other = LABS[0], LABS[1]
     for name in (lab, other):
         (tmp_path / "submitted" / "dora" / name).mkdir(parents=True)
+        shutil.copy(ROOT / "labs" / name / f"{name}.ipynb", tmp_path / "submitted" / "dora" / name)
     calls, generated = [], []
 
     class FakeCourse(grade.Course):
         def nbgrader(self, *args, timeout=None, env=None, check=True):
+            env = env or {}
             if args[1] == lab:
-                calls.append((args[0], timeout))
+                calls.append((args[0], timeout, "HPCLAB_GRADE_EXECUTED" in env))
             if args[0] == "generate_assignment":
                 generated.append(args[1])
-            if args[0] == "autograde":  # as the sandbox reports a finished run
-                (Path(env["HPCLAB_GRADE_STATUS"]) / "dora.json").write_text(json.dumps(
-                    {"status": "finished", "reason": "", "isolation": "bwrap", "seconds": 1}))
+            if args[0] == "autograde" and "HPCLAB_GRADE_EXECUTED" in env:  # as nbgrader does
+                out = Path(self.workdir) / "autograded" / "dora" / args[1]
+                out.mkdir(parents=True, exist_ok=True)
+                (out / f"{args[1]}.ipynb").write_text("{}")
             return sp.CompletedProcess(args, 1 if args[0] == "generate_feedback" else 0,
                                        "feedback broke here")
 
-    assert grade.grade([lab, other], course=FakeCourse(tmp_path)) == 1
+        def submit_autograde(self, pool, name, student, options, env):  # as the sandbox does
+            import concurrent.futures
+
+            if name == lab:
+                calls.append(("autograde", float(env["HPCLAB_GRADE_WALL"]), False))
+            status = Path(env["HPCLAB_GRADE_STATUS"])
+            (status / "dora.json").write_text(json.dumps(
+                {"status": "finished", "reason": "", "isolation": "bwrap", "seconds": 1}))
+            shutil.copy(ROOT / "labs" / name / f"{name}.ipynb", status / "dora.ipynb")
+            done = concurrent.futures.Future()
+            done.set_result(sp.CompletedProcess(["autograde"], 0, ""))
+            return done
+
+    assert grade.grade([lab, other], course=FakeCourse(tmp_path), jobs=1) == 1
     # two of the labs graded: only those two enter the gradebook, not "*" (every lab)
     assert sorted(generated) == sorted([lab, other])
     out = capsys.readouterr().out
     assert f"dora/{lab} was graded, but its feedback could not be written" in out
     assert "feedback broke here" in out
-    budget = dict(calls)["autograde"]
-    assert budget == grade.submission_budget(lab) + 60 + grade.NBGRADER_TIMEOUT
+    # each submission ran on its own with the lab's budget, then was recorded without running
+    assert [(what, recorded) for what, _, recorded in calls if what == "autograde"] == \
+        [("autograde", False), ("autograde", True)]
+    budget = next(t for what, t, recorded in calls if what == "autograde" and not recorded)
+    assert budget == grade.submission_budget(lab)
     assert grade.submission_budget(lab) <= 600
+    assert not (tmp_path / ".grading").exists()
 
 
 @pytest.mark.parametrize("lab", LABS)

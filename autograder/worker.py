@@ -1,0 +1,71 @@
+"""Autograde submissions one by one in a process that loaded nbgrader once.
+
+grade.py starts ``--jobs`` of these (a process pool) for the first step of grading, which
+runs each submission in its sandbox against a course folder of its own. Starting nbgrader
+costs about 2.5 s of imports here, paid once per worker instead of once per submission.
+Each call is nbgrader's own autograde (its API, as the formgrader calls it), with the
+log of that submission only. A worker dies with the grader that started it.
+"""
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+_config = None
+
+
+def init():
+    """In each new worker: die with the grader; Ctrl-C is the grader's to handle; load
+    nbgrader and this course's configuration."""
+    import ctypes
+
+    global _config
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from nbgrader.apps.api import NbGraderAPI  # noqa: F401  (the import is the cost)
+    from traitlets.config.loader import PyFileConfigLoader
+
+    _config = PyFileConfigLoader("nbgrader_config.py", path=str(HERE)).load_config()
+
+
+def _with(config, options):
+    """A copy of ``config`` with nbgrader's command-line options (--Section.name=value)."""
+    import copy
+
+    out = copy.deepcopy(config)
+    for option in options:
+        key, value = option[2:].split("=", 1)
+        section, name = key.split(".", 1)
+        out[section][name] = value
+    return out
+
+
+def autograde(lab, student, options, env):
+    """nbgrader autograde of one student, with ``options`` (--Section.name=value) on top of
+    the course's configuration and ``env`` set for the sandbox; {"success", "log", "error"}."""
+    from nbgrader.apps.api import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    import tempfile
+
+    os.environ.update(env)
+    tempfile.tempdir = None  # TMPDIR may have changed: tempfile caches it
+    cwd = os.getcwd()
+    os.chdir(HERE)
+    try:
+        config = _with(_config, options)
+        coursedir = CourseDirectory(config=config)
+        api = NbGraderAPI(coursedir, config=config)
+        result = api.autograde(lab, student, force=True, create=True)
+    except Exception as exc:  # nbgrader could not even start on it: that is its result
+        result = {"success": False, "log": "", "error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        os.chdir(cwd)
+        for key in env:
+            os.environ.pop(key, None)
+        tempfile.tempdir = None
+    return {"success": bool(result.get("success")), "log": result.get("log") or "",
+            "error": result.get("error") or ""}
