@@ -130,8 +130,8 @@ formgrader: $(STAMP)
 	cd $(CURDIR)/autograder && $(abspath $(BIN))/jupyter lab --ServerApp.root_dir=$(CURDIR) \
 	  --LabApp.default_url=/formgrader $(ALLOW_ROOT)
 
-# every kernel's bench, then grading's (a class of 40 PingPong submissions, one at a time and
-# side by side); references given on the command line (make bench OSU=... IMB=...
+# every kernel's bench, then grading's (a generated class of 40 correct submissions, one at a
+# time and side by side); references given on the command line (make bench OSU=... IMB=...
 # STREAM_C=...) reach it through the environment
 bench: $(STAMP)
 	$(BIN)/python -m hpclab.bench

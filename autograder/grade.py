@@ -45,6 +45,7 @@ BUDGET_PER_PROFILE_TIMEOUT = 5
 NBGRADER_TIMEOUT = 300  # seconds for an nbgrader step that runs no student code
 BACKUPS_KEPT = 20
 STATUSES = ("graded", "failed", "timed out", "ungradable", "missing")
+WORKER_DIED = 99  # the result of a run whose worker process died (see _Workers)
 
 
 def assignments(source=None):
@@ -100,8 +101,13 @@ class Course:
 
         given = {a.split("=", 1)[0] for a in options}
         mine = [a for a in self.args if a.split("=", 1)[0] not in given]
-        future = pool.submit(worker.autograde, lab, student, [*mine, *options], env)
         done = concurrent.futures.Future()
+        try:
+            future = pool.submit(worker.autograde, lab, student, [*mine, *options], env)
+        except concurrent.futures.BrokenExecutor as exc:
+            done.set_result(subprocess.CompletedProcess(
+                ["autograde", lab, student], WORKER_DIED, f"the grading worker died: {exc!r}"))
+            return done
 
         def finish(f):
             try:
@@ -109,9 +115,10 @@ class Course:
                 done.set_result(subprocess.CompletedProcess(
                     ["autograde", lab, student], 0 if res["success"] else 1,
                     "\n".join(x for x in (res["log"], res["error"]) if x)))
-            except BaseException as exc:  # a worker that died: that submission's result
+            except BaseException as exc:  # a worker died: this run, or a neighbour's
                 done.set_result(subprocess.CompletedProcess(
-                    ["autograde", lab, student], 1, f"the grading worker died: {exc!r}"))
+                    ["autograde", lab, student], WORKER_DIED,
+                    f"the grading worker died: {exc!r}"))
         future.add_done_callback(finish)
         return done
 
@@ -322,6 +329,10 @@ def _grade(names, timeout, course, students, force, jobs, scratch):
     import sandbox
     import screen
 
+    try:
+        sandbox.Limits.from_env()
+    except ValueError as exc:
+        raise SystemExit(f"a HPCLAB_GRADE_* setting is not a number: {exc}") from None
     workdir = Path(course.workdir)
     submitted = workdir / "submitted"
     sandbox.install_bwrap()
@@ -367,7 +378,7 @@ def _grade(names, timeout, course, students, force, jobs, scratch):
                 course.nbgrader("generate_assignment", which, "--force",
                                 f"--CourseDirectory.release_directory={tmp}",
                                 env={"TMPDIR": str(scratch)})
-    pool = _pool(jobs) if plans else None
+    pool = _Workers(jobs) if plans else None
     try:
         for name, todo in plans.items():
             lab = _Lab(course, name, wall_budget(name, timeout), scratch / name, pool)
@@ -381,7 +392,7 @@ def _grade(names, timeout, course, students, force, jobs, scratch):
                   ", ".join(f"{v} {k}" for k, v in sorted(counts.items())), flush=True)
     finally:
         if pool is not None:
-            _stop_pool(pool)
+            pool.stop()
     save_status(course, status)
     export(course)
     for student, name, what, log in failures:
@@ -400,14 +411,39 @@ def report_meaning(source_dir, name):
     return nbformat.read(nb, as_version=4).metadata.get("hpclab", {}).get("report", {})
 
 
+class _Workers:
+    """The grading workers: a process pool, made again when a worker died (a pool with a
+    dead worker fails every run in it)."""
+
+    def __init__(self, jobs):
+        self.jobs, self.pool = jobs, None
+
+    def get(self):
+        if self.pool is not None and getattr(self.pool, "_broken", False):
+            _stop_pool(self.pool)
+            self.pool = None
+        if self.pool is None:
+            self.pool = _pool(self.jobs)
+        return self.pool
+
+    def stop(self):
+        if self.pool is not None:
+            _stop_pool(self.pool)
+            self.pool = None
+
+
 def _pool(jobs):
     """``jobs`` worker processes (worker.py) that load nbgrader once each."""
     import multiprocessing
 
     import worker
 
+    context = multiprocessing.get_context("fork")
+    slots = context.Queue()
+    for slot in range(jobs):
+        slots.put(slot)
     return concurrent.futures.ProcessPoolExecutor(
-        max_workers=jobs, initializer=worker.init, mp_context=multiprocessing.get_context("fork"))
+        max_workers=jobs, initializer=worker.init, initargs=(slots,), mp_context=context)
 
 
 def _stop_pool(pool):
@@ -429,6 +465,9 @@ class _Lab:
         self.scratch = Path(scratch)
         self.scratch.mkdir(mode=0o700)
         self.workdir = Path(course.workdir)
+        import sandbox
+
+        self.limits = sandbox.Limits.from_env()
         self.notebook = next(iter(sorted((course.source_dir / name).glob("*.ipynb")))).name
         self.secret = hidden_lines(course.source_dir / name / self.notebook)
         self.env = {"HPCLAB_PROFILE": GRADING_PROFILE, "HPCLAB_GRADE_WALL": str(budget),
@@ -468,7 +507,8 @@ class _Lab:
                    f"--CourseDirectory.feedback_directory={own / 'feedback'}",
                    f"--CourseDirectory.db_url=sqlite:///{own / 'gradebook.db'}"]
         env = {**self.env, "HPCLAB_GRADE_STATUS": str(own / "status")}
-        return self.course.submit_autograde(self.pool, self.name, student, options, env), own
+        return self.course.submit_autograde(self.pool.get(), self.name, student, options,
+                                            env), own
 
     def _record(self, students, executed):
         """Record ``students`` (run already) in the course's gradebook, in one nbgrader
@@ -485,10 +525,12 @@ class _Lab:
                                  timeout=NBGRADER_TIMEOUT + 10 * len(students))
         missing = {}
         for student in students:
-            if not (self.workdir / "autograded" / student / self.name / self.notebook).exists():
+            done = self.workdir / "autograded" / student / self.name / self.notebook
+            if not done.exists():
                 one = r if len(students) == 1 else self.course.nbgrader(
                     *args, f"--CourseDirectory.student_id={student}", env=env, check=False)
-                missing[student] = one.stdout
+                if not done.exists():
+                    missing[student] = one.stdout
         return missing
 
     def grade(self, todo, status, failures):
@@ -505,7 +547,11 @@ class _Lab:
             entries[student] = {"fingerprint": digest, "graded_at": now, "isolation": "",
                                 "seconds": 0}
             folder = self.workdir / "submitted" / student / name
-            why = screen.unsafe_id(student) or screen.problem(folder, self.notebook)
+            try:
+                why = screen.unsafe_id(student) or screen.problem(folder, self.notebook,
+                                                                  total=self.limits.files)
+            except Exception as exc:  # whatever a submission holds, it stops only itself
+                why = f"the submission could not be read ({type(exc).__name__}: {exc})"
             if why:
                 entries[student].update(status="ungradable", reason=why)
                 failures.append((student, name, "could not be graded (ungradable)", why))
@@ -518,9 +564,18 @@ class _Lab:
         for student in runnable:
             future, own = self._submit(student)
             started[future] = (student, own)
+        results = {}
         for future in concurrent.futures.as_completed(started):
             student, own = started[future]
-            r = future.result()
+            results[student] = (future.result(), own)
+        # a worker that died took its neighbours' runs with it: each of those runs again,
+        # alone, in a new worker, so that only the submission that kills one fails
+        for student in sorted(s for s, (r, _) in results.items() if r.returncode == WORKER_DIED):
+            shutil.rmtree(results[student][1], ignore_errors=True)
+            future, own = self._submit(student)
+            results[student] = (future.result(), own)
+        for student in sorted(results):
+            r, own = results[student]
             report = own / "status" / f"{student}.json"
             ran = json.loads(report.read_text()) if report.exists() else None
             entry = entries[student]
@@ -544,6 +599,12 @@ class _Lab:
             ran_ok.append(student)
             shutil.rmtree(own, ignore_errors=True)
         ran_ok.sort()
+        # autograded/ and feedback/ of these students are rewritten next: a grader killed
+        # from here on must leave them to be graded again, not "unchanged"
+        for student in ran_ok:
+            if student in status.get(name, {}):
+                status[name][student]["fingerprint"] = ""
+        save_status(self.course, status)
         graded = []
         if ran_ok:
             missing = self._record(ran_ok, executed)
@@ -592,6 +653,10 @@ class _Lab:
                     notes.append(f"{n} hidden-test line(s) printed by the submission removed "
                                  "from its feedback")
             entry["reason"] = "; ".join(notes)
+        if pattern == "*":  # nbgrader rewrote every student's page of the lab: redact them all
+            for folder in (self.workdir / "feedback").glob(f"*/{name}"):
+                if folder.parent.name not in graded:
+                    redact_feedback(folder, self.secret)
 
 
 # ---------------------------------------------------------------- export
@@ -631,6 +696,11 @@ def rows(course):
                                score=0, status=entry.get("status", "missing"),
                                reason=entry.get("reason", "no submission"))
                     out.append(row)
+                    continue
+                if entry.get("status") == "ungradable":  # the gradebook's score is of an
+                    row.update(timestamp="", seconds_late=0, raw_score=0, late_penalty=0,  # older
+                               score=0, status="ungradable", reason=entry.get("reason", ""))
+                    out.append(row)  # submission than the one handed in last
                     continue
                 flags = [entry.get("status", "graded")]
                 if sub.needs_manual_grade and flags[0] != "ungradable":

@@ -79,7 +79,10 @@ class Limits:
         for name, default in asdict(cls()).items():
             raw = os.environ.get(f"HPCLAB_GRADE_{name.upper()}")
             if raw:
-                values[name] = type(default)(float(raw))
+                try:
+                    values[name] = type(default)(float(raw))
+                except ValueError:
+                    raise ValueError(f"HPCLAB_GRADE_{name.upper()}={raw!r}") from None
         values.update({k: v for k, v in override.items() if v is not None})
         return cls(**values)
 
@@ -149,11 +152,17 @@ def _bwrap_args(box, limits):
     args += ["--ro-bind", str(box), INNER]
     for writable in ("work", "tmp"):
         args += ["--perms", "1777", *size, "--tmpfs", f"{INNER}/{writable}"]
+    # nothing writable but the sized folders: /dev and the emptied trees read-only (run as
+    # an ordinary user, the sandbox's user owns them), and no user namespace of its own
+    # inside, in which it could mount a tmpfs of any size
+    args += ["--remount-ro", "/dev"]
+    for p in hidden:
+        args += ["--remount-ro", str(p)]
     args += ["--chdir", f"{INNER}/work",
              "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
              "--die-with-parent", "--new-session"]
     if os.geteuid() != 0:
-        args += ["--unshare-user"]
+        args += ["--unshare-user", "--disable-userns"]
     return args
 
 
@@ -331,7 +340,10 @@ def run(nb, limits, files_from=None, log=print, values=()):
                "what any user can" if mode == "user"
                else "only limits apply: the submission can read what you can"))
     uid = grader_uid() if mode in ("bwrap", "user") and os.geteuid() == 0 else None
-    box = Path(tempfile.mkdtemp(prefix="hpclab-sandbox-"))
+    # under bubblewrap the box is bound in; without it the dedicated user must reach it
+    # through every folder above, which the grader's own scratch folder does not allow
+    box = Path(tempfile.mkdtemp(prefix="hpclab-sandbox-",
+                                dir=None if mode == "bwrap" else "/tmp"))
     private = Path(tempfile.mkdtemp(prefix="hpclab-judge-"))  # 0700, never in the sandbox
     tests = graded_tests(nb)
     bare = without_tests(nb, tests)
@@ -519,7 +531,7 @@ def merge(nb, executed, tests=(), judged=None, text=Limits.text):
     merged = nbformat.from_dict(json.loads(json.dumps(nb)))
     judged = judged or {}
     for i, (outputs, count) in judged.items():
-        merged.cells[i].outputs, merged.cells[i].execution_count = outputs, count
+        merged.cells[i].outputs, merged.cells[i].execution_count = _cut(outputs, text), count
     if executed is None:
         return merged, "the sandbox returned no readable notebook"
     if len(executed.cells) != len(merged.cells):

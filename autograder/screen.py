@@ -95,7 +95,7 @@ def problem(folder, notebook: str, limit: int = 32 << 20,
                 "save")
     try:
         nb = json.loads(path.read_text(errors="strict"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return (f"{notebook} is not a notebook (it is not JSON): open it in JupyterLab; if it does "
                 "not open, hand in a fresh copy of the lab with your answers")
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list) or \

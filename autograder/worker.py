@@ -16,12 +16,18 @@ HERE = Path(__file__).resolve().parent
 _config = None
 
 
-def init():
-    """In each new worker: die with the grader; Ctrl-C is the grader's to handle; load
-    nbgrader and this course's configuration."""
+def init(slots=None):
+    """In each new worker: die with the grader; Ctrl-C is the grader's to handle; take a
+    slot from ``slots`` (a queue of 0 .. jobs-1): the sandboxes of this worker run as the
+    dedicated user id plus the slot, so that the process limit of one sandbox, which counts
+    the processes of its user, is never used up by a neighbour's; load nbgrader and this
+    course's configuration."""
     import ctypes
 
     global _config
+    if slots is not None:
+        base = int(os.environ.get("HPCLAB_GRADER_UID", "64123"))
+        os.environ["HPCLAB_GRADER_UID"] = str(base + slots.get(timeout=60))
     PR_SET_PDEATHSIG = 1
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -51,6 +57,7 @@ def autograde(lab, student, options, env):
 
     import tempfile
 
+    before = {key: os.environ.get(key) for key in env}
     os.environ.update(env)
     tempfile.tempdir = None  # TMPDIR may have changed: tempfile caches it
     cwd = os.getcwd()
@@ -64,8 +71,11 @@ def autograde(lab, student, options, env):
         result = {"success": False, "log": "", "error": f"{type(exc).__name__}: {exc}"}
     finally:
         os.chdir(cwd)
-        for key in env:
-            os.environ.pop(key, None)
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
         tempfile.tempdir = None
     return {"success": bool(result.get("success")), "log": result.get("log") or "",
             "error": result.get("error") or ""}
