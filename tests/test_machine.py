@@ -26,9 +26,11 @@ def test_what_a_machine_cannot_show_is_computed_from_its_description():
               ("twelve ranks", {"cores": 12}))
     small = {"usable_cores": 2, "sockets": 1}
     words = machine.cannot_show(small, wanted)
-    assert words.startswith("This machine has 2 cores on one socket of one node, so it "
+    assert words.startswith("This machine has two cores on one socket of one node, so it "
                             "cannot show a socket boundary, a node boundary or twelve ranks")
     big = {"usable_cores": 48, "sockets": 2}
     words = machine.cannot_show(big, wanted)
     assert "cannot show a node boundary" in words and "can show a socket boundary" in words
     assert "48 cores on two sockets" in words
+    assert machine.cannot_show({"usable_cores": 1}, wanted).startswith(
+        "This machine has one core on one socket")

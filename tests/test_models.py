@@ -204,8 +204,23 @@ def test_every_parameter_declares_its_physical_domain_and_fits_stay_inside(model
     for param in model.params:
         d = model.domain(param)
         assert d.low >= 0, f"{model.name}.{param}: no performance parameter is negative"
-    lows, highs = model.bounds
-    assert lows == [d.low for d in model.domains] and highs == [d.high for d in model.domains]
+
+# what each parameter physically is: a fraction, a time or rate that is strictly positive, or
+# a time that may be zero (a latency, a per-call cost)
+PHYSICAL = {"s": (0.0, 1.0, False), "B": (0.0, np.inf, True), "Bmax": (0.0, np.inf, True),
+            "b1": (0.0, np.inf, True), "t_update": (0.0, np.inf, True),
+            "lambda": (0.0, np.inf, False), "t_point": (0.0, np.inf, False),
+            "t_row": (0.0, np.inf, False), "t_reduce": (0.0, np.inf, False)}
+
+
+@pytest.mark.parametrize("model", list(models.MODELS.values()), ids=list(models.MODELS))
+def test_each_domain_is_the_physical_one(model):
+    for param in model.params:
+        d = model.domain(param)
+        assert (d.low, d.high, d.low_open) == PHYSICAL[param], (model.name, param, d)
+        assert (d.low + 1 if d.high == np.inf else (d.low + d.high) / 2) in d
+        assert d.low - 1e-9 not in d and (d.high == np.inf or d.high + 1e-9 not in d)
+        assert (d.low in d) is not d.low_open
 
 
 def test_a_fit_pushed_against_its_domain_says_so_in_words():

@@ -146,3 +146,21 @@ def test_no_figure_text_is_smaller_than_what_a_phone_can_read():
     assert min(t.get_fontsize() for t in texts) >= plots.MIN_PT
     width = fig.get_tightbbox(fig.canvas.get_renderer()).width  # inches, as saved 'tight'
     assert plots.MIN_PT * 352 / (72 * width) >= 9, f"the machine line widens the figure to {width:.1f} in"
+
+
+@pytest.mark.parametrize("value, low, high, says, noted", [
+    (1.0, 0.5, 2.0, "95% interval", ""),
+    (1.0, 0.0, 2.0, "not determined", "interval cut to above 0"),   # reaches an open end
+    (1.0, -1.0, 2.0, "not determined", "interval cut to above 0"),
+    (-1.0, -2.0, 0.5, "which no bandwidth can be", "outside its domain"),
+    (1.0, np.nan, np.nan, "no interval", ""),
+])
+def test_the_words_and_the_table_note_make_the_same_call(value, low, high, says, noted):
+    """One decision (Domain.classify) behind the page's words and a fit table's note."""
+    from hpclab import stats, tables
+
+    words = stats.estimate_words(value, low, high, "GB/s", "bandwidth", domain=stats.POSITIVE)
+    note, (lo, _) = tables.domain_note(stats.POSITIVE, value, low, high)
+    assert says in words, words
+    assert note.startswith(noted) if noted else note == "", note
+    assert not (noted.startswith("interval cut") and lo < 0)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import leftovers
-from hpclab import launch, records
+from hpclab import launch, models, records
 from hpclab.experiments import ring as exp
 from hpclab.kernels import ring
 
@@ -144,3 +144,17 @@ def test_a_figures_caption_names_the_lines_it_draws_and_those_it_does_not(engine
         assert ("reaches zero" in words) == (len(fitted) < len(variants))
     assert exp.lines_words(points, {}).startswith("No line is drawn")
     assert "reaches zero" not in exp.lines_words(points, {v: None for v in variants})
+
+
+def test_a_lambda_interval_below_zero_is_cut_and_said(engine_run, monkeypatch):
+    """Ring steps so scattered that λ's interval crosses zero: the table shows no negative
+    latency and says λ is not determined (seeded, synthetic: not this machine's numbers)."""
+    rng = np.random.default_rng(3)
+    p = np.array([1.0, 2.0, 3.0, 4.0])
+    scattered = models.fit(models.RING, p, np.abs(1e-7 * p + rng.normal(0, 2e-6, 4)))
+    lo, _ = scattered.ci95["lambda"]
+    assert lo < 0, "the synthetic data should give an interval below zero"
+    monkeypatch.setattr(exp, "fit", lambda *a, **k: scattered)
+    table = exp.lambda_table(exp.fits(engine_run))
+    assert (table["95% low [µs]"] >= 0).all(), table
+    assert table["note"].str.contains("not determined").all(), table

@@ -195,7 +195,8 @@ def layout_words(info=None):
     info = info or describe()
     cores = info.get("usable_cores") or info.get("physical_cores") or "?"
     sockets = info.get("sockets") or 1
-    return f"{cores} cores on {count_words(sockets, 'socket')} of one node"
+    cores = count_words(cores, "core") if isinstance(cores, int) else f"{cores} cores"
+    return f"{cores} on {count_words(sockets, 'socket')} of one node"
 
 
 def cannot_show(info, wanted):
@@ -211,8 +212,7 @@ def cannot_show(info, wanted):
     if lacks:
         text += f", so it cannot show {listing(lacks, 'or')}"
     if shows:
-        text += (f"{'; it can show' if lacks else ', enough to show'} {listing(shows)}, "
-                 "on more ranks than this page's runs use")
+        text += f"{'; it can show' if lacks else ', enough to show'} {listing(shows)}"
     return text + "."
 
 

@@ -187,6 +187,30 @@ class Domain:
                 return end
         return None
 
+    def past(self, low, high):
+        """(below, above): whether an interval reaches past each end (an open end counts
+        when reached)."""
+        return (bool(low < self.low or (self.low_open and low <= self.low)),
+                bool(high > self.high or (self.high_open and high >= self.high)))
+
+    def classify(self, value, low=np.nan, high=np.nan):
+        """Where an estimate and its 95% interval lie against the domain, the one decision
+        every quoting of an estimate uses: 'no estimate' (value not finite), 'outside' (the
+        value itself is impossible), 'no interval', 'at end' (a bounded fit stopped on an
+        end), 'both' (the interval reaches past both ends), 'below', 'above' (past one end;
+        an open end counts when reached), or 'inside'."""
+        if not np.isfinite(value):
+            return "no estimate"
+        if value not in self:
+            return "outside"
+        if not (np.isfinite(low) and np.isfinite(high)):
+            return "no interval"
+        if self.at_end(value, low, high) is not None:
+            return "at end"
+        below, above = self.past(low, high)
+        return "both" if below and above else "below" if below else "above" if above \
+            else "inside"
+
     def cut(self, low, high):
         """An interval cut to the domain (a 95% interval of a quantity that lies in the domain
         keeps its coverage when cut): (max(low, self.low), min(high, self.high))."""
@@ -226,9 +250,7 @@ def estimate_words(value, low, high, unit, quantity, digits=2, points=None, name
     placed differently, a model that misses a cost)."""
     text = _estimate_text(value, low, high, unit, quantity, digits, points, name, value_unit,
                           domain, basis)
-    if why and (value not in domain or not (np.isfinite(low) and np.isfinite(high))
-                or domain.cut(low, high) != (low, high) or domain.at_end(value, low, high)
-                is not None):
+    if why and domain.classify(value, low, high) != "inside":
         text += f"; {why}"
     return text
 
@@ -239,19 +261,19 @@ def _estimate_text(value, low, high, unit, quantity, digits, points, name, value
     vu = value_unit or unit
     value_text = f"{value:,.{digits}f}{' ' + vu if vu else ''}"
     basis = basis or points or "these data"
-    if not np.isfinite(value):
+    where = domain.classify(value, low, high)
+    if where == "no estimate":
         return f"not determined ({basis} gave no estimate)"
-    if value not in domain:
+    if where == "outside":
         return (f"{value_text}, which no {quantity} can be (a {quantity} is "
                 f"{domain.text()}): {basis} do not determine {name}")
-    if not (np.isfinite(low) and np.isfinite(high)):
+    if where == "no interval":
         return f"{value_text} (no interval: too few runs)"
     extra = f", {points}" if points else ""
-    below = low < domain.low or (domain.low_open and low <= domain.low)
-    above = high > domain.high or (domain.high_open and high >= domain.high)
+    below, above = domain.past(low, high)
     lo_txt, hi_txt = f"{domain.low:g}", f"{domain.high:g}"
-    end = domain.at_end(value, low, high)
-    if end is not None:
+    if where == "at end":
+        end = domain.at_end(value, low, high)
         least = end == domain.low
         other = (f"; they allow up to {_bound(min(high, domain.high), digits)}{unit_after}"
                  if least and not above else
@@ -260,7 +282,7 @@ def _estimate_text(value, low, high, unit, quantity, digits, points, name, value
         return (f"{value_text}, at the bound: the fit stopped at {end:g}"
                 f"{unit_after}, the {'least' if least else 'most'} a {quantity} can be, so "
                 f"{basis} do not determine {name}{other}")
-    if below and above:
+    if where == "both":
         return (f"{value_text}, not determined by {basis}: its 95% interval covers every value "
                 f"a {quantity} can take ({domain.text()}{unit_after})")
     if below:

@@ -22,15 +22,20 @@ def _label(param):
     return f"{name} [{unit}]" if unit else name
 
 
-def _domain_note(domain, value, lo, hi):
-    """A fit table's note on an interval that leaves the parameter's domain (short enough
-    that pandas shows it whole: 50 characters at most), and the interval cut to it."""
-    if domain.at_end(value, lo, hi) is not None:
+def domain_note(domain, value, lo, hi):
+    """A fit table's note on an estimate or interval that leaves the parameter's domain
+    (short enough that pandas shows it whole: 50 characters at most), and the interval cut
+    to it; the decision is :meth:`hpclab.stats.Domain.classify`, as in the page's words."""
+    where = domain.classify(value, lo, hi)
+    if where in ("no estimate", "no interval"):
+        return "", (lo, hi)
+    if where == "outside":
+        return "outside its domain: not determined", (lo, hi)
+    if where == "at end":
         return "at the bound of its domain: not determined", domain.cut(lo, hi)
-    cut = domain.cut(lo, hi)
-    if cut != (lo, hi):
-        return f"interval cut to {domain.text()}: not determined", cut
-    return "", (lo, hi)
+    if where == "inside":
+        return "", (lo, hi)
+    return f"interval cut to {domain.text()}: not determined", domain.cut(lo, hi)
 
 
 def fits(*fits, names=None, digits=3):
@@ -47,7 +52,7 @@ def fits(*fits, names=None, digits=3):
         for label, f in _parts(fit, names[k] if names else None):
             for p, value in f.params.items():
                 _, _, factor = UNITS.get(p, (p, "", 1.0))
-                note, (lo, hi) = _domain_note(f.model.domain(p), value, *f.ci95[p])
+                note, (lo, hi) = domain_note(f.model.domain(p), value, *f.ci95[p])
                 flagged = flagged or bool(note)
                 rows.append({"fit": label, "parameter": _label(p), "estimate": value * factor,
                              "std. error": f.stderr[p] * factor, "95% low": lo * factor,

@@ -220,7 +220,7 @@ def serial_fraction(df, impl="c", distribution="none", shape=None, kind="strong"
         half = stats.t.ppf(0.975, s.size - 1) * s.std(ddof=1) / np.sqrt(s.size)
         low, high = mean - half, mean + half
     words = hstats.estimate_words(
-        mean, low, high, "", "serial fraction", 3, name="s", domain=hstats.FRACTION,
+        mean, low, high, "", "serial fraction", 3, name="s", domain=models.AMDAHL.domain("s"),
         basis=f"{s.size} repetition{'s' if s.size != 1 else ''}")
     return {"s": mean, "low": low, "high": high, "reps": int(s.size), "words": words}
 
@@ -577,7 +577,7 @@ def speedup_points(df, shape=None):
     pts = speedups(df, shape=shape).assign(series="measured (C, no topology)")
     lines = {f"Amdahl, s = {s['s']:.2f} from P = 1": S}
     if np.isfinite(s["low"]):
-        for end in hstats.FRACTION.cut(s["low"], s["high"]):
+        for end in models.AMDAHL.domain("s").cut(s["low"], s["high"]):
             lines[f"s = {end:.2f} (end of its 95% interval)"] = amdahl_speedup(end, p)
     return pts, p, lines
 

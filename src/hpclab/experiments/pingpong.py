@@ -423,8 +423,10 @@ def reference_numbers(fits, ul, ul_fits, orfeo_table, exchange, lat_c_us, ex_lin
             * 100,
             "ex_ompi_zero": exchange.loc[("Open MPI 1.8.1", 40), "0-byte time [µs]"],
             "ex_mvapich_zero": exchange.loc[("MVAPICH2 1.9", 40), "0-byte time [µs]"],
-            "ex_line_words": (f"λ = {ex_line['lambda'] * 1e6:.1f} µs" + (
-                ", a negative latency that no network has" if ex_line["lambda"] < 0 else "")),
+            "ex_line_words": "λ = " + hstats.estimate_words(
+                ex_line["lambda"] * 1e6, np.nan, np.nan, "µs", "latency", digits=1,
+                domain=models.HOCKNEY.domain("lambda"), name="a latency",
+                basis="the published times"),
             "ex_line_r2": ex_line["r2"]}
 
 

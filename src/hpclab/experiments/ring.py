@@ -19,7 +19,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from hpclab import launch, machine, models, profiles, records
+from hpclab import launch, machine, models, profiles, records, tables
 from hpclab.kernels import registry
 from hpclab.experiments import in_job, on_engines
 
@@ -207,9 +207,11 @@ def fits(df, nbytes=4):
                         "lambda_low": np.nan, "lambda_high": np.nan, "points": len(g),
                         "dof": 0, "note": str(exc)})
             continue
-        lo, hi = f.ci95["lambda"]
+        # an interval past λ ≥ 0 is cut to it, and the note says λ is not determined
+        note, (lo, hi) = tables.domain_note(f.model.domain("lambda"), f["lambda"],
+                                            *f.ci95["lambda"])
         out.append({"impl": impl, "variant": variant, "lambda": f["lambda"], "lambda_low": lo,
-                    "lambda_high": hi, "points": f.npoints, "dof": f.dof, "note": ""})
+                    "lambda_high": hi, "points": f.npoints, "dof": f.dof, "note": note})
     return pd.DataFrame(out)
 
 
