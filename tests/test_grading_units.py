@@ -1,0 +1,122 @@
+"""The grader's small parts on their own, without nbgrader runs: what is refused before a
+submission runs (screen.py), one grader per course folder (lock.py), and a worker that dies
+(grade._Workers). The whole grader against a hostile class is test_hostile_class.py."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "autograder"))
+
+import grade  # noqa: E402
+import lock  # noqa: E402
+import screen  # noqa: E402
+
+NB = json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def _folder(tmp_path, files=None):
+    folder = tmp_path / "submitted" / "ada" / "lab"
+    folder.mkdir(parents=True)
+    for name, text in (files if files is not None else {"lab.ipynb": NB}).items():
+        (folder / name).write_text(text)
+    return folder
+
+
+def test_a_plain_submission_passes(tmp_path):
+    assert screen.problem(_folder(tmp_path), "lab.ipynb") is None
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda f: (f / "lab.ipynb").unlink() or (f / "lab.ipynb").symlink_to("/etc/passwd"),
+     "is a link (to '/etc/passwd')"),
+    (lambda f: (f / "data").symlink_to("/nonexistent"), "data is a link"),
+    (lambda f: os.mkfifo(f / "pipe"), "pipe is not a plain file"),
+    (lambda f: (f / "lab.ipynb").rename(f / "mine.ipynb"), "there is no lab.ipynb"),
+    (lambda f: (f / "copy.ipynb").write_text(NB), "more than one notebook"),
+    (lambda f: (f / "lab.ipynb").write_text("{ not json"), "not a notebook (it is not JSON)"),
+    (lambda f: (f / "lab.ipynb").write_text("[" * 200_000), "not a notebook (it is not JSON)"),
+    (lambda f: (f / "lab.ipynb").write_text('{"cells": 3}'), "not a version-4"),
+    (lambda f: (f / "timestamp.txt").write_text("soon"), "not a date and time"),
+    (lambda f: (f / "big.bin").write_bytes(b"0" * (2 << 20)), "over the limit of 1 MiB"),
+], ids=["link-notebook", "dangling", "fifo", "renamed", "two", "not-json", "nested",
+        "not-v4", "timestamp", "too-big"])
+def test_each_refusal_says_what_is_wrong(tmp_path, make, says):
+    folder = _folder(tmp_path)
+    make(folder)
+    why = screen.problem(folder, "lab.ipynb", total=1 << 20)
+    assert why and says in why, why
+
+
+def test_a_linked_student_folder_is_refused(tmp_path):
+    real = _folder(tmp_path)
+    (tmp_path / "submitted" / "bob").symlink_to(real.parent)
+    why = screen.problem(tmp_path / "submitted" / "bob" / "lab", "lab.ipynb")
+    assert why and "is a link" in why, why
+
+
+@pytest.mark.parametrize("student, safe", [("ada", True), ("a.b-c_d@x", True), ("bad id", False),
+                                           ("../x", False), (".hidden", False), ("", False)])
+def test_student_ids_are_safe_names(student, safe):
+    assert (screen.unsafe_id(student) is None) is safe
+
+
+def test_a_missing_timestamp_is_noted_only_when_the_lab_is_due(tmp_path):
+    folder = _folder(tmp_path)
+    assert screen.notes(folder, due=False) == []
+    assert "lateness not judged" in screen.notes(folder, due=True)[0]
+
+
+def test_a_second_grader_names_the_first_and_changes_nothing(tmp_path):
+    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); import lock\n"
+            "with lock.hold(sys.argv[2], 'grade lab'):\n"
+            "    print('held', flush=True); time.sleep(60)\n")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(ROOT / "autograder"),
+                               str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        before = sorted(p.name for p in tmp_path.iterdir())
+        with pytest.raises(lock.Busy) as info:
+            with lock.hold(tmp_path, "grade lab"):
+                pass
+        assert info.value.code == lock.BUSY
+        assert f"process {holder.pid}" in info.value.message
+        assert sorted(p.name for p in tmp_path.iterdir()) == before
+    finally:
+        holder.kill()
+        holder.wait()
+    with lock.hold(tmp_path, "grade lab"):  # the kernel let go of a killed holder's lock
+        pass
+
+
+def _die_or_answer(lab, student, options, env):
+    if student == "killer":
+        os._exit(1)
+    return {"success": True, "log": f"graded {student}", "error": ""}
+
+
+def _no_init(slots=None):
+    pass
+
+
+def test_a_dead_worker_fails_its_runs_and_is_replaced(monkeypatch):
+    """A worker that dies fails the runs in its pool with the WORKER_DIED result (so the
+    grader runs them again, alone), and the next pool is a new one that works."""
+    import worker
+
+    monkeypatch.setattr(worker, "init", _no_init)  # forked workers inherit the patches
+    monkeypatch.setattr(worker, "autograde", _die_or_answer)
+    course = grade.Course()
+    workers = grade._Workers(1)
+    try:
+        dead = course.submit_autograde(workers.get(), "lab", "killer", [], {}).result(60)
+        assert dead.returncode == grade.WORKER_DIED, dead
+        assert "the grading worker died" in dead.stdout
+        alone = course.submit_autograde(workers.get(), "lab", "ada", [], {}).result(60)
+        assert alone.returncode == 0 and "graded ada" in alone.stdout, alone
+    finally:
+        workers.stop()
