@@ -131,11 +131,13 @@ class Course:
 
 def nbgrader(*args, timeout=NBGRADER_TIMEOUT, env=None, check=True):
     """Run one nbgrader command from the autograder folder in its own process group."""
+    from sandbox import die_with_parent  # the children die with the grader
+
     cmd = [str(BIN / "nbgrader"), *args]
     path = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"  # nbgrader calls alembic
     proc = subprocess.Popen(cmd, cwd=HERE, env={**os.environ, "PATH": path, **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, preexec_fn=_die_with_parent)
+                            start_new_session=True, preexec_fn=die_with_parent)
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -151,15 +153,6 @@ def nbgrader(*args, timeout=NBGRADER_TIMEOUT, env=None, check=True):
     if check and proc.returncode != 0:
         raise SystemExit(f"nbgrader {' '.join(args)} failed:\n{out}")
     return result
-
-
-def _die_with_parent():
-    """In a child: be killed when the grader ends, killed or not (its own children, the
-    sandboxes, are started the same way or with bubblewrap's --die-with-parent)."""
-    import ctypes
-
-    PR_SET_PDEATHSIG = 1
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def release(names, course=None):

@@ -219,7 +219,7 @@ def isolation():
 def _limit(limits, uid):
     def apply():
         os.setsid()
-        _die_with_parent()
+        die_with_parent()
         for what, value in ((resource.RLIMIT_AS, limits.memory),
                             (resource.RLIMIT_CPU, limits.cpu),
                             (resource.RLIMIT_FSIZE, limits.output),
@@ -232,7 +232,7 @@ def _limit(limits, uid):
     return apply
 
 
-def _die_with_parent():
+def die_with_parent():
     """This process is killed when the one that started it ends (killed or not)."""
     import ctypes
 

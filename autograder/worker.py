@@ -22,14 +22,13 @@ def init(slots=None):
     dedicated user id plus the slot, so that the process limit of one sandbox, which counts
     the processes of its user, is never used up by a neighbour's; load nbgrader and this
     course's configuration."""
-    import ctypes
+    from sandbox import die_with_parent
 
     global _config
     if slots is not None:
         base = int(os.environ.get("HPCLAB_GRADER_UID", "64123"))
         os.environ["HPCLAB_GRADER_UID"] = str(base + slots.get(timeout=60))
-    PR_SET_PDEATHSIG = 1
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from nbgrader.apps.api import NbGraderAPI  # noqa: F401  (the import is the cost)
     from traitlets.config.loader import PyFileConfigLoader
