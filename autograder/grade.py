@@ -131,9 +131,10 @@ class Course:
 
 def nbgrader(*args, timeout=NBGRADER_TIMEOUT, env=None, check=True):
     """Run one nbgrader command from the autograder folder in its own process group."""
-    from sandbox import die_with_parent  # the children die with the grader
+    from sandbox import SLOW_OPTIONAL, die_with_parent  # the children die with the grader
 
-    cmd = [str(BIN / "nbgrader"), *args]
+    cmd = [sys.executable, "-c", f"import sys; sys.modules.setdefault({SLOW_OPTIONAL!r}, None); "
+           "from nbgrader.apps.nbgraderapp import main; sys.exit(main())", *args]
     path = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"  # nbgrader calls alembic
     proc = subprocess.Popen(cmd, cwd=HERE, env={**os.environ, "PATH": path, **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

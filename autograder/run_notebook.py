@@ -31,6 +31,8 @@ import shutil
 import sys
 
 sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # judge.py; after the library
+# the IRI grammar jsonschema compiles at import, 2 s of every run (see sandbox.py)
+sys.modules.setdefault("rfc3987_syntax", None)
 
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402

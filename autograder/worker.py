@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -30,6 +31,11 @@ def init(slots=None):
         os.environ["HPCLAB_GRADER_UID"] = str(base + slots.get(timeout=60))
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # nbgrader's own use of SQLAlchemy warns on every submission (objects "not in session");
+    # its command line keeps them out of sight, and so does this worker
+    from sqlalchemy.exc import SAWarning
+
+    warnings.filterwarnings("ignore", category=SAWarning)
     from nbgrader.apps.api import NbGraderAPI  # noqa: F401  (the import is the cost)
     from traitlets.config.loader import PyFileConfigLoader
 

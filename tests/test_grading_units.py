@@ -120,3 +120,18 @@ def test_a_dead_worker_fails_its_runs_and_is_replaced(monkeypatch):
         assert alone.returncode == 0 and "graded ada" in alone.stdout, alone
     finally:
         workers.stop()
+
+
+def test_a_worker_keeps_nbgraders_database_warnings_out_of_the_instructors_output():
+    """nbgrader warns through SQLAlchemy on every submission it grades in-process; the
+    instructor reads one line per submission, not those."""
+    code = ("import sys, warnings; sys.path.insert(0, sys.argv[1]); import worker\n"
+            "worker.init()\n"
+            "from sqlalchemy.exc import SAWarning\n"
+            "warnings.warn('Object of type <SubmittedNotebook> not in session', SAWarning)\n"
+            "warnings.warn('a warning of another kind', UserWarning)\n")
+    r = subprocess.run([sys.executable, "-c", code, str(ROOT / "autograder")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "not in session" not in r.stderr
+    assert "a warning of another kind" in r.stderr

@@ -42,6 +42,11 @@ from hpclab import shm
 
 DEFAULT_TIMEOUT = 120.0
 START_TIMEOUT = 90.0
+# The controller counts an engine registered at its first answered heartbeat, about 1.5
+# periods after it connects: at ipyparallel's 3 s period, 5 s of every start. A 0.5 s period
+# starts engines in under 3 s; 60 misses keep the 30 s an engine may go silent (a long
+# MPI call on an oversubscribed machine) before the controller drops it.
+HEARTBEAT = ["--HeartMonitor.period=500", "--HeartMonitor.max_heartmonitor_misses=60"]
 # mpi4py initialises MPI_THREAD_MULTIPLE by default, and MPICH then locks on every call
 # (about 8% of a 0.65 µs message here). Only the main thread calls MPI in hpclab, as in
 # osu_latency and IMB, so MPI jobs start funneled unless MPI4PY_RC_THREAD_LEVEL says otherwise.
@@ -494,7 +499,7 @@ class Engines:
         else:
             extra_args, extra_env = mpiexec_options(self.n)
             cluster = ipp.Cluster(engines="mpi", n=self.n, profile_dir=self.profile_dir,
-                                  log_level=40)
+                                  log_level=40, controller_args=HEARTBEAT)
             cluster.config.MPIEngineSetLauncher.environment = {**extra_env, **self.environment}
             cluster.config.MPIEngineSetLauncher.mpi_cmd = [find_mpiexec()]
             cluster.config.MPIEngineSetLauncher.mpi_args = extra_args + _allow_overload(
@@ -517,7 +522,7 @@ class Engines:
             raise MPILaunchError("launcher='slurm' needs Slurm's sbatch on PATH (on a laptop: "
                                  "python -m hpclab.localslurm start)")
         cluster = ipp.Cluster(engines="slurm", n=self.n, profile_dir=self.profile_dir,
-                              log_level=40, controller_ip="*")
+                              log_level=40, controller_ip="*", controller_args=HEARTBEAT)
         options = "".join(f"#SBATCH {o}\n" for o in self.sbatch_options)
         self.srun_mpi = self.srun_mpi or srun_mpi_plugin()[0]
         srun_args = " ".join(self.mpi_args)

@@ -42,7 +42,7 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, stats
+from scipy import optimize, special
 
 from hpclab.stats import FRACTION, NONNEGATIVE, POSITIVE, Domain, estimate_words
 
@@ -429,7 +429,7 @@ def fit(model, x, y, sigma=None, p0=None):
         popt = np.asarray(model.canonical(*popt), dtype=float)
     dof = x.shape[-1] - len(popt)
     stderr = np.sqrt(np.clip(np.diag(pcov), 0, np.inf))
-    t = stats.t.ppf(0.975, dof)
+    t = special.stdtrit(dof, 0.975)  # Student t quantile, without importing scipy.stats
     pred = model.func(x, *popt)
     residuals = y - pred
     ss_tot = np.sum((y - y.mean()) ** 2)
