@@ -20,12 +20,13 @@ endif
 # the environment's mpicc and mpiexec come first
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: setup book test test-openmpi lab release grade export report roster duedate formgrader \
+.PHONY: setup book lint test test-openmpi lab release grade export report roster duedate formgrader \
   bench clean distclean help
 
 help:
 	@echo "make book      build the site (measures this machine; PROFILE=quick|standard|full)"
-	@echo "make test      run the test suite (what CI runs)"
+	@echo "make test      run the lint and the test suite (what CI runs)"
+	@echo "make lint      ruff (style, likely bugs, import order) and mypy (types), as configured in pyproject.toml"
 	@echo "make lab       open the lab notebooks in JupyterLab"
 	@echo "make release   regenerate labs/ from solutions/ (instructors)"
 	@echo "make grade     autograde new or changed submissions in autograder/submitted/<student>/<lab>"
@@ -74,7 +75,11 @@ book: $(STAMP)
 	  $(BIN)/jupyter-book build --all -W -n --keep-going .
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 
-test: $(STAMP)
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+test: $(STAMP) lint
 	HPCLAB_PROFILE=quick $(BIN)/python -m pytest
 
 # The kernel, CLI and launch tests against the system's Open MPI (Debian: openmpi-bin

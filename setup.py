@@ -82,7 +82,8 @@ def try_compile(cmd, source, flags=()):
         return proc.returncode == 0, (proc.stdout + proc.stderr).strip()
 
 
-MPI_PROBE = "#include <mpi.h>\nint main(int c, char **v) { MPI_Init(&c, &v); MPI_Finalize(); return 0; }\n"
+MPI_PROBE = ("#include <mpi.h>\n"
+             "int main(int c, char **v) { MPI_Init(&c, &v); MPI_Finalize(); return 0; }\n")
 OPENMP_PROBE = "#include <omp.h>\nint main(void) { return omp_get_max_threads() > 0 ? 0 : 1; }\n"
 
 

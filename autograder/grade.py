@@ -703,7 +703,8 @@ def rows(course):
                     flags.append("late")
                 penalty = sub.late_submission_penalty or 0
                 # as nbgrader's own export: the gradebook's score is before the penalty
-                row.update(timestamp=sub.timestamp or "", seconds_late=round(sub.total_seconds_late or 0),
+                row.update(timestamp=sub.timestamp or "",
+                           seconds_late=round(sub.total_seconds_late or 0),
                            raw_score=round(sub.score, 3), late_penalty=round(penalty, 3),
                            score=round(max(0.0, sub.score - penalty), 3), status=", ".join(flags),
                            reason=entry.get("reason", ""))
@@ -726,7 +727,8 @@ def export(course):
     students = {}
     for r in data:
         s = students.setdefault(r["student_id"], {
-            "Student": ", ".join(x for x in (r["last_name"], r["first_name"]) if x) or r["student_id"],
+            "Student": (", ".join(x for x in (r["last_name"], r["first_name"]) if x)
+                        or r["student_id"]),
             "ID": r["student_id"], "Email": r["email"]})
         s[f"{r['assignment']} ({maxima[r['assignment']]:g} points)"] = r["score"]
     with open(workdir / "grades-lms.csv", "w", newline="") as fh:
@@ -737,7 +739,8 @@ def export(course):
     counts = {}
     for r in data:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
-    print(f"grades: {workdir / 'grades.csv'} ({', '.join(f'{v} {k}' for k, v in sorted(counts.items()))})"
+    summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    print(f"grades: {workdir / 'grades.csv'} ({summary})"
           f"\nfor a learning-management system: {workdir / 'grades-lms.csv'}"
           f"\nfeedback: {workdir / 'feedback'}/")
 

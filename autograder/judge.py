@@ -70,7 +70,8 @@ def __hpclab_bridge__(folder):
             return int(x)
         if isinstance(x, (float, np.floating)):
             v = float(x)
-            return v if v == v and v not in (float("inf"), float("-inf")) else {"__float__": repr(v)}
+            finite = v == v and v not in (float("inf"), float("-inf"))
+            return v if finite else {"__float__": repr(v)}
         if isinstance(x, str):
             return str(x)
         if isinstance(x, np.ndarray):

@@ -12,14 +12,22 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from feedback import HideHiddenTests  # noqa: E402
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
-from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, GetGrades,  # noqa: E402
-                                    IgnorePattern, LimitOutput, SaveAutoGrades)
+from nbgrader.preprocessors import (  # noqa: E402
+    AssignLatePenalties,
+    CheckCellMetadata,
+    GetGrades,
+    IgnorePattern,
+    LimitOutput,
+    SaveAutoGrades,
+)
+
+from feedback import HideHiddenTests  # noqa: E402
 from latepolicy import PerDayPenalty  # noqa: E402
 from sandbox import SandboxedExecute  # noqa: E402
 
-c = get_config()  # noqa: F821
+# get_config is defined by the traitlets loader that reads this file
+c = get_config()  # type: ignore[name-defined]  # noqa: F821
 
 c.CourseDirectory.root = ROOT
 c.CourseDirectory.source_directory = "solutions"

@@ -32,7 +32,7 @@ import sys
 
 sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # judge.py; after the library
 # the IRI grammar jsonschema compiles at import, 2 s of every run (see sandbox.py)
-sys.modules.setdefault("rfc3987_syntax", None)
+sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
@@ -46,7 +46,8 @@ def _hpclab_value(x):
         return float(x)
     except Exception:
         return None
-print({mark!r} + __import__("json").dumps({{n: _hpclab_value(globals().get(n)) for n in {names!r}}}))
+print({mark!r}
+      + __import__("json").dumps({{n: _hpclab_value(globals().get(n)) for n in {names!r}}}))
 """
 PR_SET_DUMPABLE = 4
 

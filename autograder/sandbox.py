@@ -46,11 +46,11 @@ from pathlib import Path
 # package rfc3987-syntax is installed (2 s here, in every process that reads a notebook);
 # no notebook check uses it. The grader, its workers and its nbgrader runs go without it.
 SLOW_OPTIONAL = "rfc3987_syntax"
-sys.modules.setdefault(SLOW_OPTIONAL, None)
+sys.modules.setdefault(SLOW_OPTIONAL, None)  # type: ignore[arg-type]
 
 import nbformat  # noqa: E402
-from nbconvert.preprocessors import Preprocessor
-from traitlets import Bool, Integer
+from nbconvert.preprocessors import Preprocessor  # noqa: E402
+from traitlets import Bool, Integer  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 GiB = 1 << 30
@@ -100,7 +100,7 @@ class Result:
     isolation: str        # bwrap | user | none
     notebook: object      # the trusted notebook with the sandbox's outputs merged in
     seconds: float
-    values: dict = None   # the variables asked for, as the submission left them (untrusted)
+    values: dict | None = None  # the variables asked for, as the submission left them (untrusted)
 
 
 def grader_uid():

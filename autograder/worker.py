@@ -57,10 +57,10 @@ def _with(config, options):
 def autograde(lab, student, options, env):
     """nbgrader autograde of one student, with ``options`` (--Section.name=value) on top of
     the course's configuration and ``env`` set for the sandbox; {"success", "log", "error"}."""
+    import tempfile
+
     from nbgrader.apps.api import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
-
-    import tempfile
 
     before = {key: os.environ.get(key) for key in env}
     os.environ.update(env)

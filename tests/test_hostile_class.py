@@ -24,7 +24,6 @@ ROOT = Path(__file__).resolve().parents[1]
 AUTOGRADER = ROOT / "autograder"
 sys.path.insert(0, str(AUTOGRADER))
 
-import grade  # noqa: E402
 import sandbox  # noqa: E402
 
 WALL = 15  # seconds per submission in this test
@@ -447,6 +446,19 @@ def _alive(pid):
         return False
 
 
+def _kill_grader(grader, started):
+    """SIGKILL the grader alone, as an instructor's kill -9 would; what of ``started`` (its
+    processes before the kill) is still alive 15 s later."""
+    import signal
+
+    os.kill(grader.pid, signal.SIGKILL)
+    grader.communicate()
+    deadline = time.monotonic() + 15
+    while any(_alive(p) for p in started) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return [started[p] for p in started if _alive(p)]
+
+
 def test_one_grader_at_a_time_a_killed_one_leaves_nothing_and_the_wall_holds(hostile, tmp_path):
     """HPCLAB_GRADE_WALL=20 without --timeout; a second grader while one runs; the first
     killed mid-run; then a full run."""
@@ -476,12 +488,7 @@ def test_one_grader_at_a_time_a_killed_one_leaves_nothing_and_the_wall_holds(hos
             second.stderr, second.stderr
         started = _descendants(first.pid, True)
         assert len(started) >= 3, started
-        os.kill(first.pid, signal.SIGKILL)
-        first.communicate()
-        deadline = time.monotonic() + 15
-        while any(_alive(p) for p in started) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not [started[p] for p in started if _alive(p)], "the killed grader left these"
+        assert not _kill_grader(first, started), "the killed grader left these"
         assert (work / ".grading").exists(), "the killed grader's files were not in its folder"
     finally:
         if first.poll() is None:
@@ -496,4 +503,52 @@ def test_one_grader_at_a_time_a_killed_one_leaves_nothing_and_the_wall_holds(hos
     assert "wall budget of 20 s" in row["reason"], row
     entry = json.loads((work / "status.json").read_text())["toy"]["sleeper"]
     assert entry["seconds"] < 60, entry
+    assert not (work / ".grading").exists()
+
+
+@pytest.mark.parametrize("step, marker", [
+    ("recording", "submitted_directory="),   # one nbgrader run records the class
+    ("feedback", "generate_feedback"),       # one nbgrader run writes every page
+])
+def test_a_grader_killed_while_recording_or_writing_feedback_leaves_a_course_that_grades(
+        hostile, tmp_path, step, marker):
+    """Killed in the steps after the sandboxes (the gradebook and the feedback being
+    written): nothing is left running or in /tmp, the statuses still read, and the next run
+    grades the student with full marks and a page that shows no secret."""
+    import signal
+    import tempfile
+
+    work = tmp_path / "work"
+    released = hostile["base"] / "course" / "labs" / "toy" / "toy.ipynb"
+    (work / "submitted" / "good" / "toy").mkdir(parents=True)
+    nbformat.write(_submission(released, GOOD, edit=_explain),
+                   work / "submitted" / "good" / "toy" / "toy.ipynb")
+    cli = [sys.executable, str(AUTOGRADER / "grade.py"), "grade", "toy", "--workdir", str(work),
+           "--source", str(hostile["source"])]
+    before = {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("hpclab-")}
+    first = subprocess.Popen(cli, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not any("nbgraderapp" in c and marker in c
+                      for c in _descendants(first.pid).values()):
+            assert first.poll() is None and time.monotonic() < deadline, \
+                (step, first.communicate())
+            time.sleep(0.05)
+        assert not _kill_grader(first, _descendants(first.pid, True)), \
+            "the killed grader left these"
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait()
+    after = {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("hpclab-")}
+    assert not after - before, f"left in {tempfile.gettempdir()}: {sorted(after - before)}"
+    if (work / "status.json").exists():
+        json.loads((work / "status.json").read_text())
+    again = subprocess.run(cli, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    row = _rows(work)["good"]
+    assert float(row["score"]) == 2 and row["status"] == "graded, manual grading pending", row
+    page = (work / "feedback" / "good" / "toy" / "toy.html").read_text(errors="replace")
+    assert "abs(answer - 42.0)" not in page and "BEGIN SOLUTION" not in page
     assert not (work / ".grading").exists()

@@ -75,9 +75,11 @@ START_CELL = _on_panel("([path, i])", """  app.shell.activateById(panel.id);
   panel.content.activeCellIndex = i;
   window.hpclabBefore = panel.content.widgets[i].model.executionCount;
   app.commands.execute('notebook:run-cell');""")
-CELL_DONE = _on_panel("([path, i])", """  const count = panel.content.widgets[i].model.executionCount;
+CELL_DONE = _on_panel("([path, i])", """
+  const count = panel.content.widgets[i].model.executionCount;
   const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
-  return count !== window.hpclabBefore && count !== null && !!kernel && kernel.status === 'idle';""")
+  return count !== window.hpclabBefore && count !== null && !!kernel
+    && kernel.status === 'idle';""")
 CELL_ERRORS = _on_panel("([path, i])", """  return panel.content.widgets[i].model.outputs.toJSON()
     .filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue);""")
 SAVE = _on_panel("async (path)", """  await panel.context.save();""")

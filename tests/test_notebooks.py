@@ -67,7 +67,8 @@ def fresh_release(tmp_path_factory):
 @pytest.mark.parametrize("lab", LABS)
 def test_labs_equal_a_fresh_generate_assignment(lab, fresh_release):
     tmp_path = fresh_release
-    fresh = sorted(p.relative_to(tmp_path / lab) for p in (tmp_path / lab).rglob("*") if p.is_file())
+    fresh = sorted(p.relative_to(tmp_path / lab)
+                   for p in (tmp_path / lab).rglob("*") if p.is_file())
     committed = sorted(p.relative_to(ROOT / "labs" / lab)
                        for p in (ROOT / "labs" / lab).rglob("*") if p.is_file())
     assert fresh == committed, "labs/ has other files than a fresh release: run `make release`"

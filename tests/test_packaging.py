@@ -3,10 +3,9 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
-import pytest
+import tomllib
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,7 +23,7 @@ def _spec(spec):
 def pyproject_deps():
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     deps = list(meta["dependencies"])
-    for group, items in meta["optional-dependencies"].items():
+    for items in meta["optional-dependencies"].values():
         deps += [d for d in items if not d.startswith("hpclab")]
     return {_name(d): _spec(d) for d in deps}
 
@@ -54,7 +53,8 @@ def test_readme_opens_with_the_two_commands():
 
 
 def _setup_py(env, tmp_path):
-    return subprocess.run([sys.executable, str(ROOT / "setup.py"), "build_ext", "-b", str(tmp_path)],
+    return subprocess.run([sys.executable, str(ROOT / "setup.py"), "build_ext", "-b",
+                           str(tmp_path)],
                           cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True,
                           timeout=300)
 

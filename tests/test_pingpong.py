@@ -29,7 +29,8 @@ def test_cli_writes_csv_and_json_records(cli_run):
     assert (df["nprocs"] == 2).all() and (df["value"] > 0).all()
     assert meta["profile"] == "quick" and meta["launcher"] == "mpiexec"
     mpi = meta["machine"]["mpi"]
-    # the library mpi4py runs, without Open MPI's trailing NUL, is the one the kernels were built with
+    # the library mpi4py runs, without Open MPI's trailing NUL, is the one the kernels were
+    # built with
     assert "\x00" not in mpi["library_version"] and mpi["library"] == mpi["library"].strip()
     assert kernels._family(mpi["kernels_built_with"]) == kernels._family(mpi["library"])
     assert [p["rank"] for p in meta["placement"]] == [0, 1] and meta["placement"][0]["cpus"]

@@ -145,7 +145,8 @@ def test_no_figure_text_is_smaller_than_what_a_phone_can_read():
     texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text()]
     assert min(t.get_fontsize() for t in texts) >= plots.MIN_PT
     width = fig.get_tightbbox(fig.canvas.get_renderer()).width  # inches, as saved 'tight'
-    assert plots.MIN_PT * 352 / (72 * width) >= 9, f"the machine line widens the figure to {width:.1f} in"
+    assert plots.MIN_PT * 352 / (72 * width) >= 9, \
+        f"the machine line widens the figure to {width:.1f} in"
 
 
 @pytest.mark.parametrize("value, low, high, says, noted", [

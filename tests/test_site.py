@@ -46,7 +46,8 @@ PAGE_STATE = """async () => {
       .map(p => p.innerText.slice(0, 60)),
     // a table wider than the column must sit in a frame that scrolls, never be cut off
     cut_tables: [...main.querySelectorAll('table')].filter(t => {
-      if (t.getBoundingClientRect().width <= (main.querySelector('section') || main).clientWidth + 1)
+      const column = (main.querySelector('section') || main).clientWidth;
+      if (t.getBoundingClientRect().width <= column + 1)
         return false;
       for (let e = t.parentElement; e && e !== main; e = e.parentElement) {
         const o = getComputedStyle(e).overflowX;
@@ -106,8 +107,9 @@ def test_every_page_reads_well_offline(book, browser, width):
         name = str(path.relative_to(html))
         page = context.new_page()
         errors, outside = [], []
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m, errors=errors:
+                errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
 
         def route(r, outside=outside):
             if r.request.url.startswith(("file:", "data:", "blob:")):

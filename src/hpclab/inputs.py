@@ -95,7 +95,7 @@ def resolve(experiment: str, profile: str | None = None, out_dir: str | Path | N
     ``accept`` may pass over a run for what its records lack (returning why, else None)."""
     out = Path(out_dir) if out_dir is not None else records.results_dir()
     want, build = here(), build_id()
-    found = []
+    found: list[tuple[Path, dict | None, str | None]] = []
     for js in sorted(out.glob(f"{experiment}-*.json")):
         try:
             meta = json.loads(js.read_text())
@@ -106,7 +106,8 @@ def resolve(experiment: str, profile: str | None = None, out_dir: str | Path | N
             continue
         found.append((js, meta, _rejection(meta, want, profile, build)))
     rejected = [(p, why) for p, _, why in found if why]
-    ok = sorted(((m.get("utc_time", ""), p) for p, m, why in found if not why), reverse=True)
+    ok = sorted(((m.get("utc_time", ""), p) for p, m, why in found if not why and m is not None),
+                reverse=True)
     for _, js in ok:
         try:
             run = records.load(js)

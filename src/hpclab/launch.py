@@ -184,7 +184,8 @@ def mpi_library():
     else:
         code = ("import json, mpi4py; mpi4py.rc.initialize = False; mpi4py.rc.finalize = False\n"
                 "from mpi4py import MPI\n"
-                "print(json.dumps([MPI.Get_library_version(), '{}.{}'.format(*MPI.Get_version())]))")
+                "print(json.dumps([MPI.Get_library_version(),\n"
+                "                  '{}.{}'.format(*MPI.Get_version())]))")
         try:
             done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                   timeout=60)
@@ -429,8 +430,9 @@ def remote_frames(tb):
 DEFAULT_WHAT = "MPI engines"
 # Engines started under a name of their own ("pingpong lab"), by name: starting such a set
 # again (a notebook cell run twice) stops the one it replaces, so a kernel never holds two.
-_NAMED = {}
-_STARTED = weakref.WeakSet()  # every set this process started: stopped when it exits
+_NAMED: dict[str, Engines] = {}
+# every set this process started: stopped when it exits
+_STARTED: weakref.WeakSet[Engines] = weakref.WeakSet()
 
 
 def _stop_all_at_exit():

@@ -254,7 +254,8 @@ def stop(folder=DEFAULT_DIR):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m hpclab.localslurm", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m hpclab.localslurm",
+                                description=__doc__.split("\n")[0])
     p.add_argument("action", choices=["start", "stop", "status"])
     p.add_argument("--dir", default=str(DEFAULT_DIR), help="the cluster's folder")
     args = p.parse_args(argv)

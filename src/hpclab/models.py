@@ -438,7 +438,8 @@ def fit(model, x, y, sigma=None, p0=None):
     return Fit(model=model, x=x, y=y,
                params={k: float(v) for k, v in zip(names, popt)},
                stderr={k: float(s) for k, s in zip(names, stderr)},
-               ci95={k: (float(v - t * s), float(v + t * s)) for k, v, s in zip(names, popt, stderr)},
+               ci95={k: (float(v - t * s), float(v + t * s))
+                     for k, v, s in zip(names, popt, stderr)},
                covariance=pcov, residuals=residuals, r2=float(r2), dof=int(dof), weights=label)
 
 
@@ -504,7 +505,8 @@ def fit_two_segment(x, y, sigma="relative", min_points=3):
         except FitError:
             continue
         w = np.ones_like(y) if sig is None else 1.0 / np.asarray(sig, dtype=float)
-        sse = float(np.sum((left.residuals * w[lmask]) ** 2) + np.sum((right.residuals * w[rmask]) ** 2))
+        sse = float(np.sum((left.residuals * w[lmask]) ** 2)
+                    + np.sum((right.residuals * w[rmask]) ** 2))
         rows.append({"breakpoint_low": cut, "breakpoint_high": sizes[i + 1], "sse": sse})
         if best is None or sse < best[0]:
             best = (sse, left, right, cut, sizes[i + 1])
@@ -514,7 +516,7 @@ def fit_two_segment(x, y, sigma="relative", min_points=3):
     pred = np.where(x <= lo, left.predict(x), right.predict(x))
     residuals = y - pred
     ss_tot = np.sum((y - y.mean()) ** 2)
-    return TwoSegmentFit(left=left, right=right, breakpoint_low=float(lo), breakpoint_high=float(hi),
-                         x=x, y=y, residuals=residuals,
-                         r2=float(1 - np.sum(residuals**2) / ss_tot) if ss_tot > 0 else float("nan"),
+    r2 = float(1 - np.sum(residuals**2) / ss_tot) if ss_tot > 0 else float("nan")
+    return TwoSegmentFit(left=left, right=right, breakpoint_low=float(lo),
+                         breakpoint_high=float(hi), x=x, y=y, residuals=residuals, r2=r2,
                          candidates=pd.DataFrame(rows))

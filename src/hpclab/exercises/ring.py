@@ -1,8 +1,6 @@
 """Ring lab: run the student's ring on the first P engines and check the sums that come home."""
 from __future__ import annotations
 
-import numpy as np
-
 
 def _ring_on_rank(ring_func, nprocs, repeats):
     """Runs on every engine: the student's ring on the first nprocs ranks."""

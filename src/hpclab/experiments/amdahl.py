@@ -25,8 +25,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from hpclab import launch, machine, models, profiles, records
-from hpclab import stats as hstats
+from hpclab import launch, machine, models, profiles, records, stats as hstats
 from hpclab.experiments import in_job, on_engines
 from hpclab.experiments.stream import add_bandwidth as stream_add  # noqa: F401
 from hpclab.kernels import registry
@@ -90,7 +89,6 @@ def measure(kind, impl, nprocs, repetitions, distribution=None, nx=None, ny=None
     from mpi4py import MPI
 
     from hpclab.kernels import amdahl
-
     from hpclab.kernels.api import first_ranks
 
     with first_ranks(comm or MPI.COMM_WORLD, nprocs) as sub:

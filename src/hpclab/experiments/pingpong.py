@@ -14,10 +14,9 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from hpclab import models, profiles, records
-from hpclab import stats as hstats
-from hpclab.kernels import registry
+from hpclab import models, profiles, records, stats as hstats
 from hpclab.experiments import in_job, on_engines
+from hpclab.kernels import registry
 
 NAME = "pingpong"
 KERNEL = registry.get(NAME)
@@ -42,7 +41,8 @@ def tasks(profile=None, impls=IMPLS, hugepages=False):
         scale = settings["scale"]
         for impl in impls:
             out.append({"impl": impl, "nbytes": nbytes,
-                        "warmup": max(1, warmup // scale), "iterations": max(1, iterations // scale),
+                        "warmup": max(1, warmup // scale),
+                        "iterations": max(1, iterations // scale),
                         "repetitions": settings["repetitions"], "hugepages": bool(hugepages)})
     return out
 

@@ -304,7 +304,7 @@ def speedup(df, n, kind="strong", impl="c", interleave=True):
         tp = samples(df, "iteration", kind=kind, n=n, nprocs=p, impl=impl,
                      interleave=interleave)
         try:
-            c = stats.compare(one, tp, (f"P=1", f"P={p}"))
+            c = stats.compare(one, tp, ("P=1", f"P={p}"))
         except ValueError:  # fewer than two runs, or runs with no scatter at all
             continue
         rows.append({"P": int(p), "speed-up": c.ratio, "low": c.low, "high": c.high,

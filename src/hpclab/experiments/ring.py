@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from hpclab import launch, machine, models, profiles, records, tables
-from hpclab.kernels import registry
 from hpclab.experiments import in_job, on_engines
+from hpclab.kernels import registry
 
 NAME = "ring"
 KERNEL = registry.get(NAME)
@@ -30,7 +30,7 @@ NPROCS = KERNEL.procs("default_procs")
 IMPLS = KERNEL.implementations
 VARIANTS = ("ssend_ordered", "send", "isend", "irecv", "sendrecv")
 METRIC, UNIT = "ring_time", "s"
-_BUFFERED = {}
+_BUFFERED: dict[tuple, bool] = {}
 
 
 def tasks(profile=None, impls=IMPLS, hugepages=False, max_procs=None, variants=VARIANTS,
@@ -526,7 +526,8 @@ def _step_ratio_interval(df, pmax):
 REFERENCE_WORDS = {"pp": "PingPong's latency", "orfeo": "ORFEO's intranode step"}
 # a ring step sends and receives a message each way: it cannot take less than one PingPong
 # message when both run alike, so a ratio below 1 says how they ran, not what a step costs
-FLOORS = {"pp": (1.0, "ratio of a ring step to one message", "a ring step moves at least one message, so a ratio below 1 says the "
+FLOORS = {"pp": (1.0, "ratio of a ring step to one message",
+                  "a ring step moves at least one message, so a ratio below 1 says the "
                       "ring and PingPong ran differently (other cores, other binding, another "
                       "load), not that a step costs less than a message")}
 
@@ -595,6 +596,10 @@ def simulated_words(steps, spec, orfeo):
     nb = r["irecv"]
     sim_jump = nb["two nodes"] / nb["one node"]
     pub_jump = ol[("internode", "irecv")] / ol[("intranode", "irecv")]
+
+    def ordered(where):
+        return ol[(where, "ssend_ordered")] / ol[(where, "irecv")]
+
     lines = [
         f"Simulated non-blocking (irecv) step: {nb['one socket']:.2f} µs within one socket, "
         f"{nb['one node']:.2f} µs across two sockets, {nb['two nodes']:.2f} µs across two "
@@ -611,9 +616,8 @@ def simulated_words(steps, spec, orfeo):
     ss = r["ssend_ordered"] / r["irecv"]
     lines.append("Ordered synchronous over non-blocking, simulated: "
                  + ", ".join(f"{v:.2f}x ({k})" for k, v in ss.items())
-                 + f"; report 001: {ol[('intranode', 'ssend_ordered')] / ol[('intranode', 'irecv')]:.2f}x "
-                 f"intranode, {ol[('internode', 'ssend_ordered')] / ol[('internode', 'irecv')]:.2f}x "
-                 "internode.")
+                 + f"; report 001: {ordered('intranode'):.2f}x "
+                 f"intranode, {ordered('internode'):.2f}x internode.")
     return "\n".join(lines)
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import time
 
@@ -27,8 +26,8 @@ import numpy as np
 import pandas as pd
 
 from hpclab import launch, machine, models, profiles, protocol, records
-from hpclab.kernels import registry
 from hpclab.experiments import in_job, on_engines, sweep
+from hpclab.kernels import registry
 
 NAME = "stream"
 KERNEL = registry.get(NAME)
@@ -487,7 +486,8 @@ def numbers(run, sat, ul, hh, sh, roofs, nodeperf):
                                        ("the Cython triad", "the C triad")),
         "cmp_copy": trial_comparison(df, ("c", "copy", cores), ("c", "triad", cores),
                                      ("copy", "triad")),
-        "cy_over_c": best[("cython", "triad", cores, "close")] / best[("c", "triad", cores, "close")],
+        "cy_over_c": (best[("cython", "triad", cores, "close")]
+                      / best[("c", "triad", cores, "close")]),
         "copy_vs_triad": best[("c", "copy", cores, "close")] / best[("c", "triad", cores, "close")],
         "b1": sat["b1"] / 1e9, "knee": knee, "bmax": sat["Bmax"] / 1e9,
         "threads_measured": threads_measured,
@@ -518,7 +518,8 @@ def numbers(run, sat, ul, hh, sh, roofs, nodeperf):
         "ours_vs_ul_1": best[("c", "triad", 1, "close")] / ul_t[("triad", 1)],
         "my_star_ratio": mc.loc["triad", "star_per_rank"] / mc.loc["triad", "single"],
         "my_ranks": int(mc.loc["triad", "ranks"]),
-        "hh_ratio": h.loc["triad", "Star / Single"], "hh_node": h.loc["triad", "Star per node [GB/s]"],
+        "hh_ratio": h.loc["triad", "Star / Single"],
+        "hh_node": h.loc["triad", "Star per node [GB/s]"],
         "hh_cores": int(h_raw.loc["triad", "cores_per_node"]),
         "hh_knee": h.loc["triad", "Star per node [GB/s]"] / h.loc["triad", "Single [GB/s]"],
         "sh_best": sh_share.max(), "sh_worst": sh_share.min(),

@@ -231,30 +231,38 @@ def _discover(root=HERE):
     return found
 
 
-_KERNELS = _discover()
+_FOUND: dict[str, Kernel] = {}
+
+
+def _declared():
+    """Every declaration, found on first use: a declaration imports this module, so finding
+    them all at its import would load a declaration that is itself still being imported."""
+    if not _FOUND:
+        _FOUND.update(_discover())
+    return _FOUND
 
 
 def kernels():
     """Every declared kernel, by slug, in a stable (alphabetical) order."""
-    return dict(_KERNELS)
+    return dict(_declared())
 
 
 def slugs():
-    return tuple(_KERNELS)
+    return tuple(_declared())
 
 
 def get(slug):
     """The declaration of one kernel; a ValueError lists the known ones."""
     try:
-        return _KERNELS[slug]
+        return _declared()[slug]
     except KeyError:
         raise ValueError(f"unknown kernel or experiment {slug!r}: choose one of "
-                         f"{', '.join(_KERNELS)}") from None
+                         f"{', '.join(_declared())}") from None
 
 
 def consumers(slug):
     """The chapters (slugs, in book order) that declare an input from ``slug``."""
-    return tuple(s for s in chapter_order() if slug in _KERNELS[s].inputs)
+    return tuple(s for s in chapter_order() if slug in _declared()[s].inputs)
 
 
 def chapter_order(toc=None):
@@ -263,10 +271,10 @@ def chapter_order(toc=None):
     order = []
     if toc.exists():
         for line in toc.read_text().splitlines():
-            for slug in _KERNELS:
+            for slug in _declared():
                 if line.strip().endswith(f"book/{slug}/index") and slug not in order:
                     order.append(slug)
-    return tuple(order) + tuple(s for s in _KERNELS if s not in order)
+    return tuple(order) + tuple(s for s in _declared() if s not in order)
 
 
 def import_all():
@@ -274,4 +282,4 @@ def import_all():
     last step, so that a kernel that does not load fails `make setup`, not a lecture."""
     from importlib import import_module
 
-    return [import_module(f"hpclab.kernels.{slug}") for slug in _KERNELS]
+    return [import_module(f"hpclab.kernels.{slug}") for slug in _declared()]

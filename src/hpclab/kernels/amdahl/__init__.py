@@ -28,14 +28,14 @@ import time
 import numpy as np
 
 from hpclab.kernels import KernelError, check_mpi_match
-from hpclab.kernels.api import build, check_comm
 from hpclab.kernels.amdahl.declaration import DISTRIBUTIONS, KERNEL
+from hpclab.kernels.api import build, check_comm
 
 check_mpi_match()
 
-from . import _amdahl  # noqa: E402
-from ._amdahl import PHASES, first_wrong  # noqa: E402
-from ._python import run_python as _run_python, values  # noqa: E402
+from . import _amdahl
+from ._amdahl import PHASES, first_wrong
+from ._python import run_python as _run_python, values
 
 IMPLEMENTATIONS = KERNEL.implementations
 GRID_DIMS = {"none": (0, 1, 1), "1d": (0, 1, 1), "2d": (0, 0, 1), "3d": (0, 0, 0)}

@@ -25,9 +25,8 @@ from hpclab.kernels.jacobi.declaration import DECOMPOSITIONS, KERNEL
 check_mpi_match()
 check_isa_match("jacobi")
 
-from . import _jacobi  # noqa: E402
-from ._python import manufactured, minus_laplacian, sweep  # noqa: E402
-from ._python import run_python as _run_python  # noqa: E402
+from . import _jacobi
+from ._python import manufactured, minus_laplacian, run_python as _run_python, sweep
 
 IMPLEMENTATIONS = KERNEL.implementations
 GRID_DIMS = {"slab": (0, 1, 1), "pencil": (0, 0, 1), "cube": (0, 0, 0)}
@@ -128,4 +127,5 @@ def inject_fault(comm):
 
 
 __all__ = ["run_c", "run_cython", "run_python", "RUNNERS", "IMPLEMENTATIONS", "DECOMPOSITIONS",
-           "KERNEL", "process_grid", "field", "serial_sweeps", "serial_problem", "manufactured", "KernelError"]
+           "KERNEL", "process_grid", "field", "serial_sweeps", "serial_problem", "manufactured",
+           "KernelError"]

@@ -19,9 +19,8 @@ from hpclab.kernels.pingpong.declaration import KERNEL
 
 check_mpi_match()
 
-from . import _pingpong  # noqa: E402
-from ._python import pattern  # noqa: E402
-from ._python import run_pickle as _run_pickle, run_python as _run_python  # noqa: E402
+from . import _pingpong
+from ._python import pattern, run_pickle as _run_pickle, run_python as _run_python
 
 IMPLEMENTATIONS = KERNEL.implementations
 SMALL_MESSAGE_LIMIT = 8192

@@ -24,9 +24,8 @@ from hpclab.kernels.poisson.declaration import KERNEL
 
 check_mpi_match()
 
-from . import _poisson  # noqa: E402
-from ._python import apply_a, exact, f, mesh  # noqa: E402
-from ._python import run_python as _run_python  # noqa: E402
+from . import _poisson
+from ._python import apply_a, exact, f, mesh, run_python as _run_python
 
 IMPLEMENTATIONS = KERNEL.implementations
 TOL = _poisson.TOL

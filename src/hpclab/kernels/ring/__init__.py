@@ -31,9 +31,9 @@ from hpclab.kernels.ring.declaration import KERNEL, VARIANTS
 
 check_mpi_match()
 
-from . import _ring  # noqa: E402
-from ._python import run_python as _run_python  # noqa: E402
-from ._ring import expected, pattern  # noqa: E402
+from . import _ring
+from ._python import run_python as _run_python
+from ._ring import expected, pattern
 
 IMPLEMENTATIONS = KERNEL.implementations
 SAFE_VARIANTS = tuple(v for v in VARIANTS if v != "naive")
@@ -156,5 +156,6 @@ def demonstrate_deadlock(n=2, variant="naive", nbytes=4, impl="c", timeout=10.0,
 
 
 __all__ = ["run_c", "run_cython", "run_python", "RUNNERS", "IMPLEMENTATIONS", "VARIANTS",
-           "SAFE_VARIANTS", "KERNEL", "default_iterations", "expected", "pattern", "send_is_buffered",
+           "SAFE_VARIANTS", "KERNEL", "default_iterations", "expected", "pattern",
+           "send_is_buffered",
            "eager_limit", "demonstrate_deadlock", "KernelError"]

@@ -7,8 +7,8 @@ import numpy as np
 from mpi4py import MPI
 
 from hpclab.kernels import agree
-from hpclab.kernels.topology import Topology
 from hpclab.kernels.common._common import Buffer
+from hpclab.kernels.topology import Topology
 
 from ._ring import TAG_LEFT, TAG_RIGHT, VARIANTS, RingError, _fault, expected, pattern
 
