@@ -1,4 +1,5 @@
 """The STREAM experiment: threaded runs in fresh processes, MPI modes, CLI records, models."""
+import shutil
 import sys
 
 import numpy as np
@@ -95,7 +96,7 @@ def test_missing_openmp_is_explained(tmp_path, root):
 
 def test_two_numa_nodes_give_close_and_distant_runs_within_a_node(monkeypatch):
     monkeypatch.setattr(machine, "numa_nodes", lambda: {0: [0], 1: [1]})
-    monkeypatch.setattr(exp.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
     todo = exp.tasks("quick", ("c",), threads=[1, 2])
     placed = [t for t in todo if "membind" in t]
     assert {(t["cpunodebind"], t["membind"]) for t in placed} == {(0, 0), (0, 1), (1, 1), (1, 0)}

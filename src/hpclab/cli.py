@@ -31,13 +31,12 @@ from hpclab import profiles
 
 def _parser():
     from hpclab import simulate
-    from hpclab.experiments import EXPERIMENTS
     from hpclab.kernels import registry
 
     p = argparse.ArgumentParser(prog="python -m hpclab", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run an experiment under mpiexec/srun and save its records")
-    r.add_argument("experiment", choices=EXPERIMENTS)
+    r.add_argument("experiment", choices=registry.chapter_order())
     r.add_argument("--profile", choices=profiles.PROFILES, default=None,
                    help="sweep size (default: $HPCLAB_PROFILE or standard)")
     r.add_argument("--out", default="results", help="folder for the records (default: results)")
@@ -126,7 +125,7 @@ def _run(args):
     mpi4py.rc.thread_level = os.environ.get("MPI4PY_RC_THREAD_LEVEL", THREAD_LEVEL)
     from mpi4py import MPI
 
-    from hpclab import experiments, records
+    from hpclab import chapters, records
     from hpclab.kernels import KernelError
 
     comm = MPI.COMM_WORLD
@@ -141,7 +140,7 @@ def _run(args):
               "  `srun --mpi=list` shows what this site offers. Nothing was measured.",
               file=sys.stderr)
         return 2
-    exp = experiments.get(args.experiment)
+    exp = chapters.sweep(args.experiment)  # the sweep alone: no rank loads the analysis
     low = exp.KERNEL.min_procs
     if comm.Get_size() < low:
         if rank0:

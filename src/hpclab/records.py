@@ -27,7 +27,6 @@ import uuid
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 LEADING = ["experiment", "kernel", "impl", "nprocs", "nthreads"]
 TRAILING = ["rep", "metric", "value", "unit"]
@@ -76,6 +75,8 @@ def timings(kernel, impl, nprocs, nthreads, params, times, experiment=None):
 
 def frame(records):
     """A DataFrame with the record columns in their order (parameters in the middle)."""
+    import pandas as pd  # here, not above: the ranks that only measure never load pandas
+
     df = pd.DataFrame.from_records(list(records))
     validate(df)
     first = ["run"] if "run" in df.columns else []
@@ -100,6 +101,8 @@ class Run:
         self.path = None  # the CSV in results/ once saved or loaded
         meta = dict(meta)
         meta.setdefault("run_id", uuid.uuid4().hex[:12])
+        import pandas as pd
+
         df = frame(records.to_dict("records") if isinstance(records, pd.DataFrame) else records)
         if "run" not in df.columns:
             df.insert(0, "run", meta["run_id"])
@@ -142,6 +145,8 @@ class Run:
             held.update(r.runs)
         meta = {k: v for k, v in runs[0].meta.items() if k not in ("runs", "run_id")}
         meta.update(extra, runs=held)
+        import pandas as pd
+
         df = pd.concat([r.records for r in runs], ignore_index=True)
         return cls(df, meta)
 
@@ -261,6 +266,8 @@ def load(path):
     ``path`` is the CSV or JSON."""
     path = Path(path)
     csv, js = path.with_suffix(".csv"), path.with_suffix(".json")
+    import pandas as pd
+
     df = validate(pd.read_csv(csv))
     meta = json.loads(js.read_text()) if js.exists() else {}
     if "run" in df.columns and "run_id" not in meta and df["run"].nunique() == 1:

@@ -13,104 +13,22 @@ it is compared with these records.
 """
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pandas as pd
 
-from hpclab import launch, models, profiles, records, stats
-from hpclab.experiments import in_job, on_engines
+from hpclab import models, profiles, records, stats
+
+# the sweep (what every rank runs) is hpclab.chapters.jacobi.sweep; its names (run, tasks,
+# measure...) stay reachable from here for the pages, the labs and the tests
+from hpclab.chapters import reexport
+from hpclab.chapters.jacobi import sweep as _sweep
+from hpclab.chapters.jacobi.sweep import DECOMPOSITIONS, KERNEL, NAME, grid_of
+
+__getattr__ = reexport(_sweep)
 from hpclab.experiments.pingpong import hockney_model as pingpong_model  # noqa: F401
 from hpclab.experiments.stream import add_bandwidth as stream_bandwidth  # noqa: F401
-from hpclab.kernels import registry
 
-NAME = "jacobi"
-KERNEL = registry.get(NAME)
-NPROCS = KERNEL.procs("default_procs")
-IMPLS = KERNEL.implementations
-DECOMPOSITIONS = KERNEL.param("decomposition").choices
 BYTES_PER_FACE_POINT = models.HALO_BYTES_PER_FACE_POINT  # 8 bytes each way
-
-
-def grid_of(decomposition, nprocs):
-    from hpclab.kernels.jacobi import process_grid
-
-    return process_grid(decomposition, nprocs)
-
-
-def tasks(profile=None, impls=IMPLS, max_procs=None):
-    """The measurements a profile asks for, in the order they run."""
-    settings = profiles.get(NAME, profile)
-    unknown = set(impls) - set(IMPLS)
-    if unknown or not impls:
-        raise ValueError(f"unknown jacobi implementation(s) {sorted(unknown)}: choose from "
-                         f"{', '.join(IMPLS)}")
-    max_procs = max_procs or NPROCS
-    base = {"sweeps": settings["sweeps"], "repetitions": settings["repetitions"]}
-    out = []
-    for nprocs in range(1, max_procs + 1):
-        for L in settings["weak"]:
-            for d in DECOMPOSITIONS:
-                dims = grid_of(d, nprocs)
-                for overlap in ((False, True) if d == "cube" else (False,)):
-                    if "c" in impls:
-                        out.append({"kind": "weak", "impl": "c", "nprocs": nprocs,
-                                    "decomposition": d, "overlap": overlap, "L": L, "N": 0,
-                                    "nx": L * dims[0], "ny": L * dims[1], "nz": L * dims[2],
-                                    **base})
-        for N in settings["strong"]:
-            for d in DECOMPOSITIONS:
-                for impl in impls:
-                    if impl == "c" or (N == settings["strong"][0] and d == "cube"):
-                        out.append({"kind": "strong", "impl": impl, "nprocs": nprocs,
-                                    "decomposition": d, "overlap": False, "L": 0, "N": N,
-                                    "nx": N, "ny": N, "nz": N, **base})
-    return out
-
-
-def measure(kind, impl, nprocs, decomposition, overlap, L, N, nx, ny, nz, sweeps, repetitions,
-            comm=None):
-    """One measurement on the first nprocs ranks; the records, on rank 0 only."""
-    from mpi4py import MPI
-
-    from hpclab.kernels import jacobi
-    from hpclab.kernels.api import first_ranks
-
-    with first_ranks(comm or MPI.COMM_WORLD, nprocs) as sub:
-        if sub is None:
-            return []
-        times = jacobi.RUNNERS[impl](sub, decomposition, nx, ny, nz, overlap=overlap,
-                                     sweeps=sweeps, repetitions=repetitions)
-        params = {"kind": kind, "decomposition": decomposition, "overlap": bool(overlap),
-                  "L": L, "N": N, "nx": nx, "ny": ny, "nz": nz,
-                  "grid": "x".join(map(str, grid_of(decomposition, nprocs))),
-                  "oversubscribed": nprocs > launch.usable_cores()}
-        rows = records.timings(KERNEL, impl, nprocs, 1, params, times)
-        return rows if sub.Get_rank() == 0 else []
-
-
-def _describe(task):
-    return (f"{task['kind']} {task['impl']} {task['decomposition']} P={task['nprocs']} "
-            f"{task['nx']}x{task['ny']}x{task['nz']}")
-
-
-def run(profile=None, impls=IMPLS, n=None, mpi_args=(), progress=True, engines=None,
-        timeout=None, hugepages=False):
-    """Measure on n MPI engines (default: the cores; P never exceeds the cores)."""
-    n = n or (engines.n if engines is not None else NPROCS)
-    todo = tasks(profile, impls, min(n, launch.usable_cores()))
-    return on_engines(sys.modules[__name__], todo, profile=profile, n=n, engines=engines,
-                      timeout=timeout, mpi_args=mpi_args, progress=progress,
-                      describe=_describe, extra={"implementations": list(impls)})
-
-
-def run_mpi(comm=None, profile=None, impls=IMPLS, hugepages=False, progress=True):
-    """The same sweeps in this MPI job, P = 1 .. its size; records on rank 0."""
-    from mpi4py import MPI
-
-    comm = comm or MPI.COMM_WORLD
-    return in_job(sys.modules[__name__], tasks(profile, impls, comm.Get_size()), comm=comm,
-                  profile=profile, progress=progress, extra={"implementations": list(impls)})
 
 
 # ----------------------------------------------------------------------------- analysis

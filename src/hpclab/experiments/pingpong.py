@@ -8,85 +8,20 @@ iterations, hugepages``.
 """
 from __future__ import annotations
 
-import sys
 import warnings
 
 import numpy as np
 import pandas as pd
 
 from hpclab import models, profiles, records, stats as hstats
-from hpclab.experiments import in_job, on_engines
-from hpclab.kernels import registry
 
-NAME = "pingpong"
-KERNEL = registry.get(NAME)
-MIN_PROCS = KERNEL.min_procs
-NPROCS = KERNEL.procs("default_procs")
-IMPLS = KERNEL.implementations
-METRIC, UNIT = "one_way_time", "s"
+# the sweep (what every rank runs) is hpclab.chapters.pingpong.sweep; its names (run, tasks,
+# measure...) stay reachable from here for the pages, the labs and the tests
+from hpclab.chapters import reexport
+from hpclab.chapters.pingpong import sweep as _sweep
+from hpclab.chapters.pingpong.sweep import IMPLS, METRIC, NAME, run
 
-
-def tasks(profile=None, impls=IMPLS, hugepages=False):
-    """The measurements a profile asks for, in the order they run."""
-    from hpclab.kernels.pingpong import default_iterations
-
-    settings = profiles.get(NAME, profile)
-    unknown = set(impls) - set(IMPLS)
-    if unknown or not impls:
-        raise ValueError(f"unknown pingpong implementation(s) {sorted(unknown)}: choose from "
-                         f"{', '.join(IMPLS)}")
-    out = []
-    for nbytes in settings["sizes"]:
-        warmup, iterations = default_iterations(nbytes)
-        scale = settings["scale"]
-        for impl in impls:
-            out.append({"impl": impl, "nbytes": nbytes,
-                        "warmup": max(1, warmup // scale),
-                        "iterations": max(1, iterations // scale),
-                        "repetitions": settings["repetitions"], "hugepages": bool(hugepages)})
-    return out
-
-
-def measure(impl, nbytes, warmup, iterations, repetitions, hugepages=False, comm=None):
-    """Run one implementation at one size on every rank; the records, on rank 0 only."""
-    from mpi4py import MPI
-
-    from hpclab.kernels import pingpong
-
-    comm = comm or MPI.COMM_WORLD
-    times = pingpong.RUNNERS[impl](comm, nbytes, warmup=warmup, iterations=iterations,
-                                   repetitions=repetitions, hugepages=hugepages)
-    if comm.Get_rank() != 0:
-        return []
-    params = {"nbytes": nbytes, "warmup": warmup, "iterations": iterations,
-              "hugepages": bool(hugepages)}
-    return records.timings(KERNEL, impl, comm.Get_size(), 1, params, times)
-
-
-def _describe(task):
-    return f"{task['impl']} {task['nbytes']} B"
-
-
-def run(profile=None, impls=IMPLS, n=None, hugepages=False, mpi_args=(), progress=True,
-        engines=None, timeout=None):
-    """Measure on n MPI engines (default NPROCS; started and stopped here unless
-    ``engines`` is given).
-
-    Returns a :class:`hpclab.records.Run`: the records and the metadata that
-    :func:`hpclab.records.save` writes beside them.
-    """
-    return on_engines(sys.modules[__name__], tasks(profile, impls, hugepages), profile=profile,
-                      n=n, engines=engines, timeout=timeout, mpi_args=mpi_args,
-                      progress=progress, describe=_describe,
-                      extra={"implementations": list(impls), "hugepages": bool(hugepages)})
-
-
-def run_mpi(comm=None, profile=None, impls=IMPLS, hugepages=False, progress=True):
-    """The same sweep in this MPI job (under mpiexec); records on rank 0, None elsewhere."""
-    return in_job(sys.modules[__name__], tasks(profile, impls, hugepages), comm=comm,
-                  profile=profile, progress=progress,
-                  extra={"implementations": list(impls), "hugepages": bool(hugepages)})
-
+__getattr__ = reexport(_sweep)
 
 # ----------------------------------------------------------------------------- analysis
 

@@ -1,0 +1,1 @@
+"""The Amdahl chapter (see :mod:`hpclab.chapters`)."""

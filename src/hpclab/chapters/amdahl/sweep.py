@@ -1,0 +1,150 @@
+"""The Amdahl sweep: what every MPI rank runs (see :mod:`hpclab.chapters`)."""
+from __future__ import annotations
+
+import sys
+import warnings
+
+from hpclab import launch, profiles, records
+from hpclab.kernels import registry
+from hpclab.sweeps import in_job, on_engines
+
+NAME = "amdahl"
+KERNEL = registry.get(NAME)
+NPROCS = KERNEL.procs("default_procs")
+IMPLS = KERNEL.implementations
+DISTRIBUTIONS = KERNEL.param("distribution").choices
+SERIAL_PHASES = ("create", "distribute", "collect")
+KINDS = ("strong", "weak", "synthetic")
+
+
+def shape_name(nx, ny, nz):
+    return f"{nx}x{ny}x{nz}"
+
+
+def tasks(profile=None, impls=IMPLS, hugepages=False, max_procs=None, kinds=KINDS):
+    """The measurements a profile asks for, in the order they run."""
+    settings = profiles.get(NAME, profile)
+    unknown = (set(impls) - set(IMPLS)) | (set(kinds) - set(KINDS))
+    if unknown or not impls:
+        raise ValueError(f"unknown amdahl implementation(s) or kind(s) {sorted(unknown)}: "
+                         f"implementations {', '.join(IMPLS)}; kinds {', '.join(KINDS)}")
+    max_procs = max_procs or NPROCS
+    reps, out = settings["repetitions"], []
+
+    def task(kind, impl, nprocs, distribution, shape):
+        return {"kind": kind, "impl": impl, "nprocs": nprocs, "distribution": distribution,
+                "nx": int(shape[0]), "ny": int(shape[1]), "nz": int(shape[2]),
+                "repetitions": reps, "hugepages": bool(hugepages)}
+
+    for nprocs in range(1, max_procs + 1):
+        if "strong" in kinds:
+            for shape in settings["shapes"]:
+                for distribution in DISTRIBUTIONS:
+                    if "c" in impls:
+                        out.append(task("strong", "c", nprocs, distribution, shape))
+            for distribution in settings["compare"]:
+                for impl in impls:
+                    if impl != "c":
+                        out.append(task("strong", impl, nprocs, distribution,
+                                        settings["shapes"][0]))
+        if "weak" in kinds and "c" in impls:
+            nx, ny, nz = settings["weak"]
+            for ranks in sorted({1, nprocs}):
+                out.append(task("weak", "c", ranks, "none", (nx * nprocs, ny, nz)))
+    if "synthetic" in kinds:
+        syn = settings["synthetic"]
+        for nprocs in range(1, max(syn["procs"], max_procs) + 1):
+            out.append({"kind": "synthetic", "impl": "synthetic", "nprocs": nprocs,
+                        "serial_fraction": syn["s"], "work": syn["work"],
+                        "jitter": syn["jitter"], "seed": syn["seed"],
+                        "repetitions": syn["repetitions"]})
+    return out
+
+
+def measure(kind, impl, nprocs, repetitions, distribution=None, nx=None, ny=None, nz=None,
+            hugepages=False, serial_fraction=None, work=None, jitter=None, seed=0, comm=None):
+    """One measurement on the first nprocs ranks; the records, on rank 0 only."""
+    from mpi4py import MPI
+
+    from hpclab.kernels import amdahl
+    from hpclab.kernels.api import first_ranks
+
+    with first_ranks(comm or MPI.COMM_WORLD, nprocs) as sub:
+        if sub is None:
+            return []
+        over = nprocs > launch.usable_cores()
+        if kind == "synthetic":
+            times = amdahl.synthetic(sub, serial_fraction, work, repetitions, jitter, seed)
+            params = {"kind": kind, "serial_fraction": serial_fraction, "work": work,
+                      "jitter": jitter, "oversubscribed": over}
+            rows = []
+            for metric, values in zip(amdahl.SYNTHETIC_METRICS, times):
+                rows += records.rows(NAME, NAME, impl, nprocs, 1, params, values, metric, "s")
+        else:
+            times = amdahl.RUNNERS[impl](sub, distribution, nx, ny, nz,
+                                         repetitions=repetitions, hugepages=hugepages)
+            params = {"kind": kind, "distribution": distribution, "nx": nx, "ny": ny,
+                      "nz": nz, "shape": shape_name(nx, ny, nz),
+                      "hugepages": bool(hugepages), "oversubscribed": over}
+            rows = records.timings(KERNEL, impl, nprocs, 1, params, times)
+        return rows if sub.Get_rank() == 0 else []
+
+
+def _describe(task):
+    if task["kind"] == "synthetic":
+        return f"synthetic P={task['nprocs']}"
+    return (f"{task['kind']} {task['impl']} {task['distribution']} P={task['nprocs']} "
+            f"{shape_name(task['nx'], task['ny'], task['nz'])}")
+
+
+def _extra(impls, hugepages):
+    return {"implementations": list(impls), "hugepages": bool(hugepages)}
+
+
+def run(profile=None, impls=IMPLS, n=None, hugepages=False, mpi_args=(), progress=True,
+        engines=None, timeout=None, kinds=KINDS):
+    """Measure on MPI engines: the matrix program on P = 1 .. cores, the synthetic
+    program on up to ``max(cores, procs)`` sleeping ranks. Returns a
+    :class:`hpclab.records.Run`."""
+    cores = launch.usable_cores()
+    syn = profiles.get(NAME, profile)["synthetic"]["procs"] if "synthetic" in kinds else 0
+    n = n or (engines.n if engines is not None else max(NPROCS, syn))
+    todo = tasks(profile, impls, hugepages, min(n, cores), kinds)
+    todo = [t for t in todo if t["nprocs"] <= n]
+    timeout = timeout or profiles.timeout(NAME, profile)
+    owned = engines is None
+    if owned:
+        # more engines than cores only for the sleeping program; the matrix program runs on
+        # P <= cores of them while the others wait outside MPI, idle
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", launch.OversubscriptionWarning)
+            engines = launch.cluster(n=n, timeout=timeout, mpi_args=mpi_args,
+                                     what=NAME).start()
+    try:
+        return on_engines(sys.modules[__name__], todo, profile=profile, n=n, engines=engines,
+                          timeout=timeout, mpi_args=mpi_args, progress=progress,
+                          describe=_describe, extra=_extra(impls, hugepages))
+    finally:
+        if owned:
+            engines.stop()
+
+
+def run_mpi(comm=None, profile=None, impls=IMPLS, hugepages=False, progress=True,
+            kinds=KINDS):
+    """The same sweeps in this MPI job, P = 1 .. its size; records on rank 0."""
+    from mpi4py import MPI
+
+    comm = comm or MPI.COMM_WORLD
+    todo = [t for t in tasks(profile, impls, hugepages, comm.Get_size(), kinds)
+            if t["nprocs"] <= comm.Get_size()]
+    return in_job(sys.modules[__name__], todo, comm=comm, profile=profile, progress=progress,
+                  extra=_extra(impls, hugepages))
+
+
+def check(upto=4, profile=None, mpi_args=(), timeout=None, progress=False):
+    """Every implementation and distribution on 1 .. upto ranks under mpiexec (the
+    chapter's part of ``python -m hpclab check amdahl``)."""
+    from hpclab import check as checker
+
+    return checker.run(NAME, upto=upto, profile=profile, mpi_args=mpi_args, timeout=timeout,
+                       progress=progress)

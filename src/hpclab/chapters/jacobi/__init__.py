@@ -1,0 +1,1 @@
+"""The Jacobi chapter (see :mod:`hpclab.chapters`)."""

@@ -1,0 +1,1 @@
+"""The PingPong chapter (see :mod:`hpclab.chapters`)."""

@@ -1,0 +1,1 @@
+"""The Poisson chapter (see :mod:`hpclab.chapters`)."""

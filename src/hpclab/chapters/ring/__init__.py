@@ -1,0 +1,1 @@
+"""The Ring chapter (see :mod:`hpclab.chapters`)."""

@@ -1,0 +1,1 @@
+"""The STREAM chapter (see :mod:`hpclab.chapters`)."""
