@@ -20,9 +20,9 @@ A cell that writes more than CAP characters of output is stopped (CappedClient).
 
 The NAMEs (comma-separated) are variables read from the kernel after the last cell (as
 floats, None when missing) into VALUES_FD: the student's measured numbers, for the
-class report; the grader does not trust them. This file and judge.py are copied into the
-sandbox: they cannot import the grader. All four descriptors were opened by the grader
-outside the sandbox, and none is inherited by the kernel.
+class report; the grader does not trust them. This file, judge.py and kernel_side.py are
+copied into the sandbox: they cannot import the grader. All four descriptors were opened by
+the grader outside the sandbox, and none is inherited by the kernel.
 """
 import ctypes
 import json

@@ -358,7 +358,7 @@ def run(nb, limits, files_from=None, log=print, values=()):
     try:
         for sub in ("work", "tmp", "runner", "files"):
             (box / sub).mkdir()
-        for name in ("run_notebook.py", "judge.py"):
+        for name in ("run_notebook.py", "judge.py", "kernel_side.py"):
             shutil.copyfile(HERE / name, box / "runner" / name)
             os.chmod(box / "runner" / name, 0o444)
         os.chmod(box / "runner", 0o555)

@@ -1,6 +1,7 @@
 """The grader's small parts on their own, without nbgrader runs: what is refused before a
 submission runs (screen.py), one grader per course folder (lock.py), and a worker that dies
-(grade._Workers). The whole grader against a hostile class is test_hostile_class.py."""
+(grade._Workers), the graded cell's bridge to a kernel (judge.py, kernel_side.py). The whole
+grader against a hostile class is test_hostile_class.py."""
 import json
 import os
 import subprocess
@@ -13,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "autograder"))
 
 import grade  # noqa: E402
+import judge  # noqa: E402
 import lock  # noqa: E402
 import screen  # noqa: E402
 
@@ -135,3 +137,49 @@ def test_a_worker_keeps_nbgraders_database_warnings_out_of_the_instructors_outpu
     assert r.returncode == 0, r.stderr
     assert "not in session" not in r.stderr
     assert "a warning of another kind" in r.stderr
+
+
+def _kernel(tmp_path, code):
+    """A stand-in for the submission's kernel: a namespace that ran ``code``, and a bridge
+    whose requests run there, the kernel's side sent as source as the runner sends it."""
+    import linecache
+
+    kernel = {"__builtins__": __builtins__}
+    cell = "<notebook cell 1>"  # named and cached, as IPython does, so tracebacks show lines
+    linecache.cache[cell] = (len(code), None, code.splitlines(True), cell)
+    exec(compile(code, cell, "exec"), kernel)
+
+    def execute(cell):
+        exec(cell, kernel)
+        return []
+
+    return judge.Bridge(execute, str(tmp_path / "bridge"))
+
+
+def _errors(outputs):
+    return [o["evalue"] for o in outputs if o.get("output_type") == "error"]
+
+
+def test_a_graded_cell_reads_the_notebooks_values_and_calls_its_functions(tmp_path):
+    bridge = _kernel(tmp_path, "import numpy as np\nx = 3.0\n"
+                               "def fill(a):\n    a[0] = 5.0\n    return float(a.sum())\n")
+    test = ("import numpy as np\nassert x == 3.0 and type(x) is float\n"
+            "a = np.zeros(3)\nassert fill(a) == 5.0 and a[0] == 5.0\nprint('ok')")
+    outputs = judge.run_test(test, bridge, 1)
+    assert not _errors(outputs), outputs
+    assert "ok" in "".join(o.get("text", "") for o in outputs)
+
+
+def test_a_value_that_lies_about_equality_arrives_as_the_number_it_is(tmp_path):
+    bridge = _kernel(tmp_path, "class Liar(float):\n    def __eq__(self, other):\n"
+                               "        return True\nanswer = Liar(1.0)\n")
+    outputs = judge.run_test("assert answer == 42.0, 'not 42'", bridge, 1)
+    assert _errors(outputs) == ["not 42"], outputs
+
+
+def test_a_students_exception_shows_the_line_of_their_code(tmp_path):
+    bridge = _kernel(tmp_path, "def f():\n    return 1 / 0\n")
+    outputs = judge.run_test("f()", bridge, 1)
+    errors = [o for o in outputs if o.get("output_type") == "error"]
+    assert errors and errors[0]["ename"] == "ZeroDivisionError", outputs
+    assert "return 1 / 0" in errors[0]["evalue"], errors[0]["evalue"]
