@@ -102,6 +102,7 @@ SHARED_FILES = ["setup.py", "Makefile", "src/hpclab/cli.py", "src/hpclab/experim
                 "src/hpclab/profiles.py", "src/hpclab/check.py", "src/hpclab/kernels/api.py",
                 "src/hpclab/kernels/registry.py", "src/hpclab/exercises/__init__.py",
                 "src/hpclab/bench.py", "src/hpclab/tables.py", "src/hpclab/stats.py",
+                "src/hpclab/sweeps.py", "src/hpclab/chapters/__init__.py",
                 "tests/test_kernels.py",
                 "tests/test_notebooks.py", "tests/test_book.py", "tests/test_packaging.py"]
 

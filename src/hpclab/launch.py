@@ -44,8 +44,10 @@ DEFAULT_TIMEOUT = 120.0
 START_TIMEOUT = 90.0
 # The controller counts an engine registered at its first answered heartbeat, about 1.5
 # periods after it connects: at ipyparallel's 3 s period, 5 s of every start. A 0.5 s period
-# starts engines in under 3 s; 60 misses keep the 30 s an engine may go silent (a long
-# MPI call on an oversubscribed machine) before the controller drops it.
+# starts engines in under 3 s; 60 misses keep the 30 s of silence (a machine too loaded to
+# answer; a long MPI call does not stop an engine's heart, a thread of its own) after which
+# the controller drops an engine. An engine stops itself after 50 missed pings of the
+# controller, checked every period + 0.5 s: 50 s now.
 HEARTBEAT = ["--HeartMonitor.period=500", "--HeartMonitor.max_heartmonitor_misses=60"]
 # mpi4py initialises MPI_THREAD_MULTIPLE by default, and MPICH then locks on every call
 # (about 8% of a 0.65 µs message here). Only the main thread calls MPI in hpclab, as in

@@ -29,9 +29,9 @@ from hpclab import machine, models, profiles, records, stats as hstats
 from hpclab.chapters import reexport
 from hpclab.chapters.amdahl import sweep as _sweep
 from hpclab.chapters.amdahl.sweep import DISTRIBUTIONS, IMPLS, KERNEL, NAME, SERIAL_PHASES
-
-__getattr__ = reexport(_sweep)
 from hpclab.experiments.stream import add_bandwidth as stream_add  # noqa: F401
+
+__getattr__, __dir__ = reexport(__name__, _sweep)
 
 # ----------------------------------------------------------------------------- analysis
 

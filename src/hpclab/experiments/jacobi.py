@@ -23,10 +23,10 @@ from hpclab import models, profiles, records, stats
 from hpclab.chapters import reexport
 from hpclab.chapters.jacobi import sweep as _sweep
 from hpclab.chapters.jacobi.sweep import DECOMPOSITIONS, KERNEL, NAME, grid_of
-
-__getattr__ = reexport(_sweep)
 from hpclab.experiments.pingpong import hockney_model as pingpong_model  # noqa: F401
 from hpclab.experiments.stream import add_bandwidth as stream_bandwidth  # noqa: F401
+
+__getattr__, __dir__ = reexport(__name__, _sweep)
 
 BYTES_PER_FACE_POINT = models.HALO_BYTES_PER_FACE_POINT  # 8 bytes each way
 

@@ -21,7 +21,8 @@ from hpclab.chapters import reexport
 from hpclab.chapters.pingpong import sweep as _sweep
 from hpclab.chapters.pingpong.sweep import IMPLS, METRIC, NAME, run
 
-__getattr__ = reexport(_sweep)
+__getattr__, __dir__ = reexport(__name__, _sweep)
+
 
 # ----------------------------------------------------------------------------- analysis
 

@@ -24,10 +24,10 @@ from hpclab import machine, models, profiles, records, stats
 from hpclab.chapters import reexport
 from hpclab.chapters.poisson import sweep as _sweep
 from hpclab.chapters.poisson.sweep import BYTES, BYTES_WA, IMPL_NAMES, IMPLS, MIB, NAME
-
-__getattr__ = reexport(_sweep)
 from hpclab.experiments.pingpong import hockney_model as pingpong_model  # noqa: F401
 from hpclab.experiments.stream import add_bandwidth as stream_bandwidth  # noqa: F401
+
+__getattr__, __dir__ = reexport(__name__, _sweep)
 
 # ----------------------------------------------------------------------------- analysis
 

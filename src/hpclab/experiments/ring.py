@@ -24,9 +24,9 @@ from hpclab import machine, models, profiles, records, tables
 from hpclab.chapters import reexport
 from hpclab.chapters.ring import sweep as _sweep
 from hpclab.chapters.ring.sweep import METRIC, NAME
-
-__getattr__ = reexport(_sweep)
 from hpclab.sweeps import on_engines
+
+__getattr__, __dir__ = reexport(__name__, _sweep)
 
 # ----------------------------------------------------------------------------- analysis
 

@@ -28,7 +28,8 @@ from hpclab.chapters import reexport
 from hpclab.chapters.stream import sweep as _sweep
 from hpclab.chapters.stream.sweep import KERNEL, METRIC, NAME, array_elements, run, run_threads
 
-__getattr__ = reexport(_sweep)
+__getattr__, __dir__ = reexport(__name__, _sweep)
+
 
 # ----------------------------------------------------------------------------- analysis
 

@@ -80,7 +80,7 @@ def stream(rounds=3, threads=None, n=None, ntimes=10, source=None, bind="close")
     import tempfile
 
     from hpclab.bench import spread
-    from hpclab.experiments.stream import run_threads
+    from hpclab.chapters.stream.sweep import run_threads
     from hpclab.kernels.stream import BYTES_PER_ELEMENT, OPS, min_elements
 
     threads = threads or launch.usable_cores()
