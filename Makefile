@@ -8,7 +8,9 @@ MPI     ?= mpich
 PROFILE ?= standard
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.hpclab-built
-KERNEL_SOURCES := $(wildcard src/hpclab/kernels/*/*.c src/hpclab/kernels/*/*.h src/hpclab/kernels/*/*.pyx src/hpclab/kernels/*/*.pxd)
+KERNEL_SOURCES := $(wildcard src/hpclab/kernels/*/*.c src/hpclab/kernels/*/*.h src/hpclab/kernels/*/*.pyx \
+  src/hpclab/kernels/*/*.pxd src/hpclab/chapters/*/kernels/*.c src/hpclab/chapters/*/kernels/*.h \
+  src/hpclab/chapters/*/kernels/*.pyx)
 ifeq ($(MPI),system)
 EXTRAS  := lab,book,test
 MPI_PKG :=
@@ -148,4 +150,5 @@ clean:
 	find src -name '__pycache__' -prune -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV) $(OMPI_DIR) results src/hpclab/kernels/*/*.so src/hpclab/kernels/build_info.json
+	rm -rf $(VENV) $(OMPI_DIR) results src/hpclab/kernels/*/*.so \
+  src/hpclab/chapters/*/kernels/*.so src/hpclab/kernels/build_info.json

@@ -3,7 +3,7 @@
 The wrapper is ``$MPICC`` when set, else ``mpicc`` on PATH: the ``mpich``
 wheel's in a virtual environment, a system Open MPI or MPICH, or a cluster's
 module. Which kernels exist, which need OpenMP and which extra flags they want
-comes from their declarations (``src/hpclab/kernels/<slug>/declaration.py``, read
+comes from their declarations (``src/hpclab/chapters/<slug>/declaration.py``, read
 through ``hpclab.kernels.registry`` without importing compiled code); the build
 checks that the compiler supports OpenMP before compiling the kernels that need it.
 """
@@ -19,8 +19,8 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).parent
-KERNELS_DIR = Path("src/hpclab/kernels")
-COMMON = KERNELS_DIR / "common"
+CHAPTERS_DIR = Path("src/hpclab/chapters")
+COMMON = Path("src/hpclab/kernels/common")
 CFLAGS = ["-O3"]
 OPENMP_FLAG = "-fopenmp"
 # a kernel that declares -march=native is compiled for the instruction set of the CPU that
@@ -46,7 +46,7 @@ from hpclab.kernels.registry import kernels as _declared  # noqa: E402
 DECLARED = _declared()
 # per-kernel flags, used when the compiler accepts them (recorded in build_info.json)
 KERNEL_FLAGS = {slug: list(k.cflags) for slug, k in DECLARED.items() if k.cflags}
-OPENMP_EXTENSIONS = {f"hpclab.kernels.{slug}._{slug}" for slug, k in DECLARED.items()
+OPENMP_EXTENSIONS = {f"hpclab.chapters.{slug}.kernels._{slug}" for slug, k in DECLARED.items()
                      if k.openmp}
 
 
@@ -126,7 +126,7 @@ class MPIBuildExt(build_ext):
                 cc.set_executable(attr, [mpicc] + old[1:])
         self.kernel_flags = {}
         for ext in self.extensions:
-            slug = ext.name.split(".")[-2]
+            slug = ext.name.rsplit(".", 1)[-1].removeprefix("_")  # chapters.<slug>.kernels._<slug>
             if ext.name in OPENMP_EXTENSIONS:
                 ext.extra_compile_args.append(OPENMP_FLAG)
                 ext.extra_link_args.append(OPENMP_FLAG)
@@ -165,8 +165,8 @@ def extensions():
     exts = [Extension("hpclab.kernels.common._common", [str(COMMON / "_common.pyx"), *common_c],
                       include_dirs=include, extra_compile_args=list(CFLAGS))]
     for slug in DECLARED:
-        kdir = KERNELS_DIR / slug
-        ext = Extension(f"hpclab.kernels.{slug}._{slug}",
+        kdir = CHAPTERS_DIR / slug / "kernels"
+        ext = Extension(f"hpclab.chapters.{slug}.kernels._{slug}",
                         [str(kdir / f"_{slug}.pyx"), str(kdir / f"{slug}.c"), *common_c],
                         include_dirs=[str(kdir), *include], extra_compile_args=list(CFLAGS))
         exts.append(ext)

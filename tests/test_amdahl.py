@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from hpclab import launch, models, records, reference
-from hpclab.experiments import amdahl as exp
+from hpclab.chapters.amdahl import analysis as exp
 
 
 @pytest.fixture(scope="module")

@@ -50,7 +50,7 @@ def test_every_bench_belongs_to_a_declared_kernel():
 
 
 def test_reference_tables_are_read_as_one_way_seconds():
-    from hpclab.kernels.pingpong import bench as pp
+    from hpclab.chapters.pingpong.kernels import bench as pp
 
     assert pp.parse_osu_latency(OSU) == {0: 1.30e-6, 1: 1.33e-6, 4194304: 744.97e-6}
     assert pp.parse_imb_pingpong(IMB) == {0: 1.32e-6, 1: 1.28e-6}  # not PingPing's rows
@@ -67,7 +67,7 @@ def test_make_bench_takes_references_from_the_command_line():
         assert slug in r.stdout
     import argparse
 
-    from hpclab.kernels.pingpong import bench as pp
+    from hpclab.chapters.pingpong.kernels import bench as pp
 
     with pytest.MonkeyPatch.context() as mp:  # make passes OSU=... IMB=... as environment
         mp.setenv("OSU", "/x/osu_latency")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from hpclab import launch, records, reference
-from hpclab.experiments import jacobi as exp
+from hpclab.chapters.jacobi import analysis as exp
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +78,7 @@ def test_unknown_implementations_are_refused():
 def test_the_benchs_streams_only_pass_checks_itself_and_times_something():
     """The bench's yardstick (the sweep's memory traffic without its stencil) runs in the
     kernel's extension, checks what it wrote and returns seconds per pass."""
-    code = ("from mpi4py import MPI; from hpclab.kernels.jacobi import _jacobi; "
+    code = ("from mpi4py import MPI; from hpclab.chapters.jacobi.kernels import _jacobi; "
             "t = _jacobi.streams(16, 2, 2); assert 0 < t < 1, t; print('ok')")
     r = launch.mpirun([sys.executable, "-c", code], n=1, timeout=60, what="streams pass")
     assert r.stdout.strip().endswith("ok")
@@ -108,7 +108,7 @@ def test_the_page_says_when_the_memory_bound_does_not_apply():
 def test_the_memory_bound_is_quoted_with_the_regime_it_holds_in(sizes, says):
     """A bound beside rates that exceed it must say where it holds: cache-resident sizes
     (three arrays of (L+2)³ doubles within the 32 MiB cache) are not bounded by memory."""
-    from hpclab.experiments import jacobi
+    from hpclab.chapters.jacobi import analysis as jacobi
 
     meta = {"machine": {"caches": [{"type": "Unified", "size_bytes": 32 * 2**20},
                                    {"type": "Instruction", "size_bytes": 64 * 2**20}]}}

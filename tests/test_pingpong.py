@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from hpclab import kernels, launch, models, records
-from hpclab.experiments import pingpong
+from hpclab.chapters.pingpong import analysis as pingpong
 
 
 @pytest.fixture(scope="module")
@@ -222,7 +222,7 @@ def test_imb_exchange_bandwidth_is_split_into_its_four_message_streams():
     """IMB's Exchange bandwidth counts the four messages of an iteration (4n/t): the times
     and bandwidths of the table say so, and the per-stream peak is a quarter of IMB's."""
     from hpclab import reference
-    from hpclab.experiments import pingpong as exp
+    from hpclab.chapters.pingpong import analysis as exp
 
     ex = reference.load("hamburg_imb_exchange")
     assert exp.exchange_messages(ex) == pytest.approx(4, abs=0.1)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from hpclab import launch, models, records, reference
-from hpclab.experiments import poisson as exp
+from hpclab.chapters.poisson import analysis as exp
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_the_convergence_study_is_second_order(cli_run):
 
 
 def test_table_3_1_n_1024_is_reproduced_exactly():
-    code = ("from mpi4py import MPI; from hpclab.kernels import poisson; "
+    code = ("from mpi4py import MPI; from hpclab.chapters.poisson import kernels as poisson; "
             "t = poisson.run_c(MPI.COMM_WORLD, n=1024); "
             "print(int(t[5, 0]), '%.4e' % t[7, 0], t[8, 0] - t[9, 0])")
     r = launch.mpirun([sys.executable, "-c", code], n=1, timeout=120, what="poisson N=1024")

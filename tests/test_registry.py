@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hpclab import experiments, profiles
+from hpclab import chapters, profiles
 from hpclab.kernels import registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -16,14 +16,14 @@ SLUGS = registry.slugs()
 
 def test_the_three_chapters_are_declared_in_book_order():
     assert registry.chapter_order()[:3] == ("pingpong", "ring", "stream")
-    declared = (ROOT / "src/hpclab/kernels").glob("*/declaration.py")
+    declared = (ROOT / "src/hpclab/chapters").glob("*/declaration.py")
     assert set(SLUGS) == {p.parent.name for p in declared}
 
 
 @pytest.mark.parametrize("slug", SLUGS)
 def test_the_generated_api_follows_the_declaration(slug):
     kernel = registry.get(slug)
-    module = importlib.import_module(f"hpclab.kernels.{slug}")
+    module = importlib.import_module(f"hpclab.chapters.{slug}.kernels")
     assert tuple(module.RUNNERS) == kernel.implementations
     for impl, run in module.RUNNERS.items():
         assert run.__name__ == f"run_{impl}" and getattr(module, f"run_{impl}") is run
@@ -37,11 +37,11 @@ def test_the_generated_api_follows_the_declaration(slug):
         for m in kernel.metrics:
             assert m.name in doc
     assert callable(module.check_cases) and callable(module.inject_fault)
-    assert importlib.import_module(f"hpclab.experiments.{slug}").KERNEL is kernel
+    assert importlib.import_module(f"hpclab.chapters.{slug}.analysis").KERNEL is kernel
 
 
 def test_declared_limits_match_the_compiled_ones():
-    from hpclab.kernels import stream
+    from hpclab.chapters.stream import kernels as stream
 
     assert registry.get("stream").param("ntimes").high == stream._stream.MAX_NTIMES
 
@@ -80,7 +80,7 @@ def test_unknown_names_list_the_known_ones():
     with pytest.raises(ValueError, match="choose one of " + ", ".join(registry.slugs())):
         registry.get("nope")
     with pytest.raises(ValueError, match="unknown kernel or experiment"):
-        experiments.get("nope")
+        chapters.analysis("nope")
 
 
 def test_setup_py_builds_what_the_declarations_say():
@@ -92,13 +92,13 @@ def test_setup_py_builds_what_the_declarations_say():
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
-    want = sorted(f"hpclab.kernels.{s}._{s}" for s in SLUGS if registry.get(s).openmp)
+    want = sorted(f"hpclab.chapters.{s}.kernels._{s}" for s in SLUGS if registry.get(s).openmp)
     assert str(want) in r.stdout
     assert str({s: list(registry.get(s).cflags) for s in SLUGS if registry.get(s).cflags}) \
         in r.stdout
 
 
-SHARED_FILES = ["setup.py", "Makefile", "src/hpclab/cli.py", "src/hpclab/experiments/__init__.py",
+SHARED_FILES = ["setup.py", "Makefile", "src/hpclab/cli.py",
                 "src/hpclab/profiles.py", "src/hpclab/check.py", "src/hpclab/kernels/api.py",
                 "src/hpclab/kernels/registry.py", "src/hpclab/exercises/__init__.py",
                 "src/hpclab/bench.py", "src/hpclab/tables.py", "src/hpclab/stats.py",

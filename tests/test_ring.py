@@ -7,15 +7,14 @@ import pytest
 
 import leftovers
 from hpclab import launch, models, records
-from hpclab.experiments import ring as exp
-from hpclab.kernels import ring
+from hpclab.chapters.ring import analysis as exp, kernels as ring
 
 
 def _ring_processes():
     import os
 
     return [p for p in leftovers.tagged(os.environ["HPCLAB_RUN_TAG"])
-            if "hpclab.kernels.ring" in p[1]]
+            if "hpclab.chapters.ring.kernels" in p[1]]
 
 
 @pytest.mark.parametrize("variant,nbytes", [("naive", 4), ("send", 16 << 20)])
@@ -44,7 +43,7 @@ def test_a_deadlock_on_engines_raises_and_fresh_engines_follow(engines):
 def _naive_on_engine():
     from mpi4py import MPI
 
-    from hpclab.kernels import ring as r
+    from hpclab.chapters.ring import kernels as r
 
     r.run_c(MPI.COMM_WORLD, "naive", 4, warmup=0, iterations=1, repetitions=1,
             allow_deadlock=True)
@@ -53,7 +52,7 @@ def _naive_on_engine():
 def _irecv_on_engine():
     from mpi4py import MPI
 
-    from hpclab.kernels import ring as r
+    from hpclab.chapters.ring import kernels as r
 
     return bool(r.run_c(MPI.COMM_WORLD, "irecv", 4, warmup=0, iterations=2, repetitions=1)[0] > 0)
 

@@ -4,12 +4,17 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from hpclab import launch, models, records, simulate
+from hpclab.chapters.amdahl import simulation as amdahl_sim
+from hpclab.chapters.jacobi import simulation as jacobi_sim
+from hpclab.chapters.pingpong import simulation as pingpong_sim
+from hpclab.chapters.poisson import simulation as poisson_sim
+from hpclab.chapters.ring import simulation as ring_sim
+from hpclab.kernels import registry
 
 needs_smpi = pytest.mark.skipif(not simulate.available(), reason=simulate.INSTALL_HINT)
 
@@ -25,7 +30,7 @@ def test_pingpong_fit_recovers_the_two_host_link():
     simulation is deterministic, so the fit's interval collapses to nothing: the check is
     a relative one, 1%."""
     spec = simulate.platform("two-host")
-    fit = _fit(simulate.pingpong("two-host", profile="quick"))
+    fit = _fit(pingpong_sim.on_platform("two-host", profile="quick"))
     lam, bw = fit.params["lambda"], fit.params["B"]
     assert lam == pytest.approx(spec["internode"]["latency_us"] * 1e-6, rel=0.01)
     assert bw == pytest.approx(spec["internode"]["bandwidth_MBps"] * 1e6, rel=0.01)
@@ -38,7 +43,7 @@ def test_latency_does_not_depend_on_the_iteration_count():
     give the same latency within 1%."""
     lams = {}
     for k in (1, 2, 10, 100):
-        run = simulate.pingpong("two-host", sizes=[8], warmup=1, iterations=k, repetitions=1)
+        run = pingpong_sim.on_platform("two-host", sizes=[8], warmup=1, iterations=k, repetitions=1)
         lams[k] = float(run.records["value"].iloc[0])
     assert max(lams.values()) / min(lams.values()) < 1.01, lams
     assert lams[2] == pytest.approx(1e-6, rel=0.01)
@@ -48,7 +53,7 @@ def test_latency_does_not_depend_on_the_iteration_count():
 def test_ring_shows_the_socket_and_node_boundaries():
     spec = simulate.platform("orfeo")
     per = spec["cores_per_socket"]
-    run = simulate.ring("orfeo", ranks=[2, per, per + 1, 2 * per, 2 * per + 1, 4 * per],
+    run = ring_sim.on_platform("orfeo", ranks=[2, per, per + 1, 2 * per, 2 * per + 1, 4 * per],
                         variants=("irecv",), payloads=[4])
     t = run.records.groupby("nprocs")["value"].median()
     step = t / t.index * 1e6
@@ -139,12 +144,13 @@ def test_default_ranks_cover_every_boundary():
     ranks = simulate.default_ranks(spec)
     assert {1, 2, 12, 13, 24, 25, 36, 37, 48} <= set(ranks) and max(ranks) == 48
     assert np.all(np.diff(ranks) > 0)
-    assert Path(simulate.DRIVERS / "pingpong.c").exists()
+    simulated = {"pingpong", "ring", "amdahl", "jacobi", "poisson"}
+    assert simulate.chapters() == [s for s in registry.chapter_order() if s in simulated]
 
 
 @needs_smpi
 def test_poisson_runs_and_checks_itself_on_a_simulated_cluster(tmp_path):
-    run = simulate.poisson("orfeo", ranks=[1, 2, 13, 25], n=64, iterations=3, repetitions=1)
+    run = poisson_sim.on_platform("orfeo", ranks=[1, 2, 13, 25], n=64, iterations=3, repetitions=1)
     df = run.records
     assert set(df["nprocs"]) == {1, 2, 13, 25}
     got = df.pivot_table(index="nprocs", columns="metric", values="value")
@@ -162,7 +168,7 @@ def test_poisson_runs_and_checks_itself_on_a_simulated_cluster(tmp_path):
 
 @needs_smpi
 def test_jacobi_weak_scaling_runs_and_checks_itself_on_a_simulated_cluster():
-    run = simulate.jacobi("orfeo", ranks=[1, 8, 25], L=8, sweeps=2, repetitions=1)
+    run = jacobi_sim.on_platform("orfeo", ranks=[1, 8, 25], L=8, sweeps=2, repetitions=1)
     w = run.records.pivot_table(index="nprocs", columns="metric", values="value")
     assert list(w.index) == [1, 8, 25] and (w["sweep"] > 0).all()
     assert list(w["cut"]) == [0, 3, 2]  # directions cut: 1x1x1, 2x2x2, 5x5x1 (as under MPICH)
@@ -174,7 +180,7 @@ def test_jacobi_weak_scaling_runs_and_checks_itself_on_a_simulated_cluster():
 
 @needs_smpi
 def test_amdahl_phases_on_a_simulated_cluster():
-    run = simulate.amdahl("orfeo", ranks=[1, 2, 25], shape=(50, 20, 10), repetitions=2,
+    run = amdahl_sim.on_platform("orfeo", ranks=[1, 2, 25], shape=(50, 20, 10), repetitions=2,
                           distribution="2d")
     w = run.records.pivot_table(index="nprocs", columns="metric", values="value")
     parts = w[["create", "distribute", "add", "collect"]].sum(axis=1)
@@ -189,7 +195,7 @@ def test_a_simulated_change_is_split_by_its_own_numbers_not_blamed_on_the_networ
     the links the ranks' placement crosses, with the platform's sources, and claim no cause."""
     import pandas as pd
 
-    from hpclab.experiments import jacobi
+    from hpclab.chapters.jacobi import analysis as jacobi
 
     t = pd.DataFrame({"P": [1, 2, 48], "grid": ["1x1x1", "2x1x1", "4x4x3"],
                       "ms per sweep": [1.0, 1.5, 2.59], "halo [ms]": [0.0, 0.2, 0.5],

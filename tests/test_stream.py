@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from hpclab import launch, machine, models, records
-from hpclab.experiments import stream as exp
-from hpclab.kernels import KernelError, stream
+from hpclab.chapters.stream import analysis as exp, kernels as stream
+from hpclab.kernels import KernelError
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@
     python -m hpclab.bench                 # every kernel that has a bench
     python -m hpclab.bench <kernel> [--rounds 5] [options of that kernel's bench]
 
-A kernel's bench lives beside it (``hpclab.kernels.<slug>.bench``, with ``add_arguments``
+A kernel's bench lives beside it (``hpclab.chapters.<slug>.kernels.bench``, with ``add_arguments``
 and ``run``). References that cannot be shipped are given by path, as options or through
 the environment, so that ``make bench OSU=... IMB=... STREAM_C=...`` reaches them.
 Timings belong here, never in the tests: every bench interleaves its programs in each
@@ -26,7 +26,7 @@ def benches():
     """slug -> bench module, for every declared kernel that has one."""
     out = {}
     for slug in registry.chapter_order():
-        name = f"hpclab.kernels.{slug}.bench"
+        name = f"hpclab.chapters.{slug}.kernels.bench"
         if importlib.util.find_spec(name) is not None:
             out[slug] = importlib.import_module(name)
     return out

@@ -25,7 +25,7 @@ def _child(slug, inject_fault=False):
 
     from hpclab.kernels import KernelError
 
-    module = import_module(f"hpclab.kernels.{slug}")
+    module = import_module(f"hpclab.chapters.{slug}.kernels")
     kernel = module.KERNEL
     comm = MPI.COMM_WORLD
     rank0 = comm.Get_rank() == 0

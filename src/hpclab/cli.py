@@ -55,7 +55,7 @@ def _parser():
     c.add_argument("--inject-fault", action="store_true", help=argparse.SUPPRESS)
     s = sub.add_parser("simulate", help="run a kernel's C code on a simulated cluster "
                        "(SimGrid SMPI; not under mpiexec)")
-    s.add_argument("kernel", choices=list(simulate.RUNNERS))
+    s.add_argument("kernel", choices=simulate.chapters())
     s.add_argument("--platform", required=True,
                    help="platform name (two-host, orfeo, stampede2) from hpclab/simulate/platforms")
     s.add_argument("--ranks", default=None,

@@ -7,9 +7,9 @@ grey), a unit on every axis, fitted lines with their 95% band, and sizes that st
 legible when the figure is shown 400 px wide. :func:`machine_note` writes the machine a
 figure was measured on under it.
 
-They take the tidy summaries of :mod:`hpclab.experiments` and the fits of
-:mod:`hpclab.models`, never raw files, so the book, the labs and a cluster user's own
-script draw the same pictures.
+They take the tidy summaries of the chapters' analyses (``hpclab.chapters.<slug>.analysis``)
+and the fits of :mod:`hpclab.models`, never raw files, so the book, the labs and a cluster
+user's own script draw the same pictures.
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ minutes), ``full`` for a workstation or a cluster node. The profile comes from
 the ``profile=`` argument, else ``$HPCLAB_PROFILE``, else ``standard``.
 
 The settings themselves live in each kernel's declaration
-(``kernels/<slug>/declaration.py``, ``profiles=``); :func:`check` says what is
+(``chapters/<slug>/declaration.py``, ``profiles=``); :func:`check` says what is
 wrong with them.
 """
 from __future__ import annotations

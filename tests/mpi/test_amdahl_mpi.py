@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from hpclab.kernels import KernelError, amdahl
+from hpclab.chapters.amdahl import kernels as amdahl
+from hpclab.kernels import KernelError
 
 COMM = MPI.COMM_WORLD
 SIZE = COMM.Get_size()
@@ -19,7 +20,7 @@ def test_phases_are_returned_and_add_up(impl, distribution):
 
 
 def test_python_values_are_the_c_values():
-    from hpclab.kernels.amdahl._amdahl import values as c_values
+    from hpclab.chapters.amdahl.kernels._amdahl import values as c_values
 
     for seed in (0, 1, 7, 2**40):
         np.testing.assert_array_equal(amdahl.values(seed, 1000), c_values(seed, 1000))
@@ -66,7 +67,7 @@ def test_synthetic_program_sleeps_its_serial_fraction():
 
 
 def test_fault_is_caught_on_every_rank():
-    from hpclab.kernels.amdahl import _amdahl
+    from hpclab.chapters.amdahl.kernels import _amdahl
 
     _amdahl._set_fault(0)
     try:

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from hpclab.kernels import KernelError, jacobi
+from hpclab.chapters.jacobi import kernels as jacobi
+from hpclab.kernels import KernelError
 
 COMM = MPI.COMM_WORLD
 SIZE = COMM.Get_size()
@@ -47,7 +48,7 @@ def test_bad_grids_are_refused_on_every_rank():
 
 
 def test_a_corrupted_halo_is_caught_on_every_rank():
-    from hpclab.kernels.jacobi import _jacobi
+    from hpclab.chapters.jacobi.kernels import _jacobi
 
     _jacobi._set_fault(1)
     try:

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from hpclab.kernels import KernelError, pingpong
+from hpclab.chapters.pingpong import kernels as pingpong
+from hpclab.kernels import KernelError
 
 COMM = MPI.COMM_WORLD
 SIZE = COMM.Get_size()
@@ -61,7 +62,7 @@ def test_bad_arguments_are_refused_on_every_rank(impl, kwargs, match):
 @pytest.mark.parametrize("impl", ["c", "cython"])
 def test_compiled_kernels_detect_wrong_bytes(impl):
     """Rank 1 corrupts what it received: every rank must raise, none may hang."""
-    from hpclab.kernels.pingpong import _pingpong
+    from hpclab.chapters.pingpong.kernels import _pingpong
 
     _pingpong._set_fault_byte(5)
     try:
@@ -76,7 +77,7 @@ def test_compiled_kernels_detect_wrong_bytes(impl):
 @pytest.mark.parametrize("impl,bad_rank,byte", [("python", 0, 63), ("pickle", 1, 0)])
 def test_python_kernels_detect_wrong_bytes(monkeypatch, impl, bad_rank, byte):
     """One rank sends (and expects) other bytes than its partner: every rank raises."""
-    from hpclab.kernels.pingpong import _python
+    from hpclab.chapters.pingpong.kernels import _python
 
     real = _python._pattern
 
@@ -93,7 +94,7 @@ def test_python_kernels_detect_wrong_bytes(monkeypatch, impl, bad_rank, byte):
 
 
 def test_pattern_matches_the_c_pattern():
-    from hpclab.kernels.pingpong import pattern
+    from hpclab.chapters.pingpong.kernels import pattern
 
     p = pattern(300, 5)
     assert p[0] == (5 * 17 + 1) & 0xFF

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from hpclab.kernels import KernelError, poisson
+from hpclab.chapters.poisson import kernels as poisson
+from hpclab.kernels import KernelError
 
 COMM = MPI.COMM_WORLD
 SIZE = COMM.Get_size()
@@ -64,7 +65,7 @@ def test_bad_input_is_refused_on_every_rank():
 
 
 def test_a_corrupted_halo_is_caught_on_every_rank():
-    from hpclab.kernels.poisson import _poisson
+    from hpclab.chapters.poisson.kernels import _poisson
 
     _poisson._set_fault(1)
     try:

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from hpclab.kernels import KernelError, ring
-from hpclab.kernels.ring import _ring
+from hpclab.chapters.ring import kernels as ring
+from hpclab.chapters.ring.kernels import _ring
+from hpclab.kernels import KernelError
 
 COMM = MPI.COMM_WORLD
 SIZE, RANK = COMM.Get_size(), COMM.Get_rank()

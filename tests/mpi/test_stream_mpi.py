@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from hpclab.kernels import KernelError, stream
-from hpclab.kernels.stream import _stream
+from hpclab.chapters.stream import kernels as stream
+from hpclab.chapters.stream.kernels import _stream
+from hpclab.kernels import KernelError
 
 COMM = MPI.COMM_WORLD
 IMPLS = stream.IMPLEMENTATIONS
@@ -77,3 +78,21 @@ def test_bandwidth_uses_stream_byte_counts():
     times = np.ones((4, 1))
     np.testing.assert_allclose(stream.bandwidth(times, 10).ravel(), [160, 160, 240, 240])
     assert stream.min_elements(cache_bytes=8 << 20) == 4 * (8 << 20) // 8
+
+
+def test_an_error_of_rank_0_alone_is_raised_on_every_rank():
+    """Rank 0 runs the threaded and SingleSTREAM runs while the others wait: when it fails,
+    every rank raises (instead of the others waiting for it in the next task until the
+    job's timeout), and rank 0 its own error."""
+    from hpclab.chapters.stream.sweep import _on_rank0
+
+    def fail():
+        raise RuntimeError("the threaded run could not start")
+
+    if COMM.Get_rank() == 0:
+        with pytest.raises(RuntimeError, match="could not start"):
+            _on_rank0(COMM, fail)
+    else:
+        with pytest.raises(KernelError, match="rank 0 failed: the threaded run could not start"):
+            _on_rank0(COMM, fail)
+    assert _on_rank0(COMM, lambda: "rows") == ("rows" if COMM.Get_rank() == 0 else None)

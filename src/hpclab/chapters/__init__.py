@@ -1,12 +1,25 @@
 """Chapters, one folder each: ``hpclab.chapters.<slug>``.
 
-A chapter's folder holds, so far, its sweep (``sweep.py``: the measurements and what every
-MPI rank runs for them). It imports numpy, mpi4py, the chapter's kernels and hpclab's light
-shared modules (launch, profiles, records, sweeps), so that a rank other than 0 loads no
-pandas, scipy or matplotlib; rank 0 loads pandas to make the records' table. Its
-kernels (``hpclab.kernels.<slug>``), its analysis and page code
-(``hpclab.experiments.<slug>``), its lab harness (``hpclab.exercises.<slug>``) and its
-simulation driver (``hpclab/simulate/drivers``) are still kept by layer.
+A chapter's folder holds everything of one chapter:
+
+* ``declaration.py``: ``KERNEL = Kernel(...)``, pure data (implementations, parameters,
+  metrics, profiles) that the build, the CLI, the profiles and the tests read through
+  :mod:`hpclab.kernels.registry`;
+* ``kernels/``: the C, Cython and mpi4py implementations and the API generated from the
+  declaration (``run_c``, ``run_cython``, ...), its correctness cases and its bench;
+* ``sweep.py``: the measurements and what every MPI rank runs for them, run by
+  :mod:`hpclab.sweeps` on engines or inside an MPI job. It imports numpy, mpi4py, its
+  kernels and hpclab's light shared modules (launch, profiles, records, sweeps), so that a
+  rank other than 0 loads no pandas, scipy or matplotlib;
+* ``analysis.py``: what the chapter computes from its records (models, tables, the words
+  of its page and the report); pandas and scipy live here;
+* ``exercises.py`` (when the lab has harnesses): what the lab's self-checks and hidden
+  tests run on the student's code, found by name through :mod:`hpclab.exercises`.
+
+* ``smpi_driver.c`` and ``simulation.py`` (when it runs on a simulated cluster): a small C
+  program around its C kernel for SimGrid's SMPI, and the function that runs it on a
+  platform (``on_platform``) and for ``python -m hpclab simulate <slug>`` (``run``), through
+  :mod:`hpclab.simulate`.
 """
 
 import sys
@@ -21,10 +34,18 @@ def sweep(slug):
     return import_module(f"hpclab.chapters.{slug}.sweep")
 
 
+def analysis(slug):
+    """The analysis module of chapter ``slug`` (``hpclab.chapters.<slug>.analysis``)."""
+    from hpclab.kernels import registry
+
+    registry.get(slug)  # a clear error for an unknown name
+    return import_module(f"hpclab.chapters.{slug}.analysis")
+
+
 def reexport(here, module):
     """A module's ``__getattr__`` and ``__dir__`` that add the names of ``module``: what
-    ``hpclab.experiments.<slug>`` (``here``) gives for its chapter's sweep, so that
-    ``experiments.<slug>.run`` works, completes and is listed by ``dir``."""
+    ``hpclab.chapters.<slug>.analysis`` (``here``) gives for its chapter's sweep, so that
+    a page's ``analysis.run`` works, completes and is listed by ``dir``."""
 
     def __getattr__(name):
         if name.startswith("__") or not hasattr(module, name):

@@ -5,7 +5,8 @@ every rank, and check what arrived, so that a lab's self-checks and its
 hidden tests can assert on plain numbers. Every call that starts MPI work has a
 timeout.
 
-Each lab's harnesses live in ``hpclab.exercises.<slug>``; ``hpclab.exercises.<name>``
+Each lab's harnesses live in its chapter (``hpclab.chapters.<slug>.exercises``);
+``hpclab.exercises.<name>``
 finds them by name (``exercises.pingpong_check``), so a lab imports one module.
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ def _modules():
     from hpclab.kernels import registry
 
     for slug in registry.chapter_order():
-        name = f"{__name__}.{slug}"
+        name = f"hpclab.chapters.{slug}.exercises"
         if importlib.util.find_spec(name) is not None:
             yield importlib.import_module(name)
 

@@ -129,7 +129,7 @@ def build(kernel, raw, errors, prepare=None, finish=None):
         run.__name__ = run.__qualname__ = f"run_{impl}"
         run.__signature__ = signature
         run.__doc__ = _docstring(kernel, impl, LABELS.get(impl, impl))
-        run.__module__ = f"hpclab.kernels.{kernel.slug}"
+        run.__module__ = f"hpclab.chapters.{kernel.slug}.kernels"
         return run
 
     return {impl: make(impl, raw[impl]) for impl in kernel.implementations}

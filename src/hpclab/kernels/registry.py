@@ -1,4 +1,5 @@
-"""The kernel registry: every kernel is declared once, in ``kernels/<slug>/declaration.py``.
+"""The kernel registry: every kernel is declared once, in its chapter's
+``chapters/<slug>/declaration.py``.
 
 A declaration is pure data (no compiled code, no numpy, no MPI), so that
 ``setup.py`` can read it before anything is built. Everything else reads the
@@ -208,7 +209,7 @@ class Kernel:
 
 
 def _load_declaration(path):
-    name = f"hpclab.kernels.{path.parent.name}.declaration"
+    name = f"hpclab.chapters.{path.parent.name}.declaration"
     if name in sys.modules:
         return sys.modules[name].KERNEL
     spec = importlib.util.spec_from_file_location(name, path)
@@ -223,7 +224,7 @@ def _load_declaration(path):
     return kernel
 
 
-def _discover(root=HERE):
+def _discover(root=HERE.parent / "chapters"):
     found = {}
     for path in sorted(Path(root).glob("*/declaration.py")):
         kernel = _load_declaration(path)
@@ -282,4 +283,4 @@ def import_all():
     last step, so that a kernel that does not load fails `make setup`, not a lecture."""
     from importlib import import_module
 
-    return [import_module(f"hpclab.kernels.{slug}") for slug in _declared()]
+    return [import_module(f"hpclab.chapters.{slug}.kernels") for slug in _declared()]

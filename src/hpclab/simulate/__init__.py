@@ -1,11 +1,12 @@
 """Simulated clusters: the C kernels, compiled unchanged, under SimGrid's SMPI.
 
 A laptop has two cores and no network; the chapters' scaling curves need nodes.
-``python -m hpclab simulate <kernel> --platform <name>`` compiles a small driver
-around the kernel's C source with ``smpicc`` and runs it under ``smpirun`` on a
-platform described in ``platforms/<name>.json`` (hosts, and the latency and
-bandwidth of each kind of link, each with its source). It writes the usual
-records, with ``launcher: smpi`` and the platform in the metadata::
+``python -m hpclab simulate <kernel> --platform <name>`` compiles the chapter's small
+driver (``chapters/<slug>/smpi_driver.c``) around its C kernel with ``smpicc`` and runs
+it under ``smpirun`` on a platform described in ``platforms/<name>.json`` (hosts, and the
+latency and bandwidth of each kind of link, each with its source). It writes the usual
+records (the chapter's ``simulation.py`` makes them), with ``launcher: smpi`` and the
+platform in the metadata::
 
     python -m hpclab simulate pingpong --platform two-host --out results
     python -m hpclab simulate ring --platform orfeo --ranks 2,12,24,48
@@ -38,17 +39,11 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 PLATFORMS = HERE / "platforms"
-DRIVERS = HERE / "drivers"
-KERNELS = HERE.parent / "kernels"
-
-# kernel -> the C sources its driver links (relative to kernels/)
-SOURCES = {
-    "pingpong": ["pingpong/pingpong.c", "common/hpclab_common.c"],
-    "ring": ["ring/ring.c", "common/hpclab_common.c", "common/hpclab_topo.c"],
-    "poisson": ["poisson/poisson.c", "common/hpclab_common.c", "common/hpclab_topo.c"],
-    "jacobi": ["jacobi/jacobi.c", "common/hpclab_common.c", "common/hpclab_topo.c"],
-    "amdahl": ["amdahl/amdahl.c", "common/hpclab_common.c", "common/hpclab_topo.c"],
-}
+CHAPTERS = HERE.parent / "chapters"
+COMMON = HERE.parent / "kernels" / "common"
+# what every driver links beside its chapter's kernel (kernels/<slug>.c): allocation,
+# fail-together errors, the process grids
+COMMON_SOURCES = ("hpclab_common.c", "hpclab_topo.c")
 # SMPI settings every simulation uses (see the module's doc); recorded in the metadata
 NETWORK = ["--cfg=network/model:CM02", "--cfg=network/crosstraffic:0"]
 CONFIG = [*NETWORK, "--cfg=smpi/simulate-computation:no"]
@@ -224,14 +219,17 @@ def _cache_dir():
 
 
 def build(kernel):
-    """Compile the SMPI driver of a kernel (once per version of its sources); its path."""
-    if kernel not in SOURCES:
+    """Compile the SMPI driver of a kernel (once per version of its sources); its path.
+    The driver is the chapter's ``smpi_driver.c``, linked with its C kernel unchanged."""
+    if kernel not in chapters():
         raise ValueError(f"no simulation driver for {kernel!r}: simulated kernels are "
-                         f"{', '.join(SOURCES)}")
+                         f"{', '.join(chapters())}")
     if not available():
         raise SimulationError(INSTALL_HINT)
-    sources = [DRIVERS / f"{kernel}.c", *(KERNELS / s for s in SOURCES[kernel])]
-    headers = sorted({p for s in sources for p in s.parent.glob("*.h")})
+    folder = CHAPTERS / kernel
+    sources = [folder / "smpi_driver.c", folder / "kernels" / f"{kernel}.c",
+               *(COMMON / s for s in COMMON_SOURCES)]
+    headers = sorted({p for d in (HERE, folder / "kernels", COMMON) for p in d.glob("*.h")})
     digest = hashlib.sha256()
     for path in [*sources, *headers]:
         digest.update(path.read_bytes())
@@ -239,7 +237,7 @@ def build(kernel):
     exe = _cache_dir() / f"{kernel}-{digest.hexdigest()[:16]}"
     if exe.exists():
         return exe
-    includes = sorted({f"-I{s.parent}" for s in sources})
+    includes = [f"-I{d}" for d in (HERE, folder / "kernels", COMMON)]
     tmp = exe.with_name(exe.name + f".{os.getpid()}.tmp")
     cmd = ["smpicc", "-O2", "-std=c99", "-D_POSIX_C_SOURCE=200809L", *includes,
            *map(str, sources), "-o", str(tmp)]
@@ -275,7 +273,7 @@ def run_driver(kernel, spec, nranks, args, placement=None, timeout=600, config=C
     return protocol.parse(done.stdout)
 
 
-def _meta(kernel, spec, profile, extra, config=CONFIG):
+def meta(kernel, spec, profile, extra, config=CONFIG):
     from hpclab import profiles, records
 
     public = {k: v for k, v in spec.items() if k not in ("hosts",)}
@@ -286,67 +284,7 @@ def _meta(kernel, spec, profile, extra, config=CONFIG):
         **extra})
 
 
-# --------------------------------------------------------------------------- kernels
-
-# simulated counts: the clock is deterministic, so a few round trips say all
-PINGPONG_COUNTS = {"warmup": 1, "iterations": 10, "repetitions": 2}
-RING_COUNTS = {"warmup": 1, "iterations": 5, "repetitions": 2}
-
-
-def pingpong(platform_name, profile=None, placement=None, sizes=None, timeout=600, **counts):
-    """Simulated ping-pong between two ranks: the PingPong chapter's records."""
-    from hpclab import profiles, records
-
-    spec = platform(platform_name)
-    placement = placement or ("internode" if spec["nodes"] > 1 else None)
-    c = {**PINGPONG_COUNTS, **counts}
-    sizes = list(sizes if sizes is not None else profiles.get("pingpong", profile)["sizes"])
-    results = run_driver("pingpong", spec, 2, [c["warmup"], c["iterations"], c["repetitions"],
-                                               *sizes], placement=placement, timeout=timeout)
-    rows = []
-    for res in results:
-        params = {"nbytes": res["nbytes"], "warmup": c["warmup"], "iterations": c["iterations"],
-                  "hugepages": False, "placement": placement or ""}
-        rows += records.rows("pingpong", "pingpong", "c", 2, 1, params, res["times"], "time", "s")
-    if len(results) != len(sizes):
-        raise SimulationError(f"the simulated pingpong returned {len(results)} of "
-                              f"{len(sizes)} sizes")
-    return records.Run(records.frame(rows), _meta("pingpong", spec, profile, {
-        "nprocs": 2, "placement_name": placement, "implementations": ["c"]}))
-
-
-def ring(platform_name, ranks=None, profile=None, variants=("sendrecv",), payloads=None,
-         timeout=900, **counts):
-    """Simulated two-way ring on P ranks filled core by core: the Ring chapter's records."""
-    from hpclab import profiles, records
-
-    order = _choices("ring", "variant")
-    spec = platform(platform_name)
-    ranks = sorted(set(ranks or default_ranks(spec)))
-    c = {**RING_COUNTS, **counts}
-    payloads = list(payloads if payloads is not None
-                    else profiles.get("ring", profile)["payloads"][:1])
-    rows = []
-    for variant in variants:
-        if variant not in order or variant == "naive":
-            raise ValueError(f"unknown ring variant {variant!r}: choose from "
-                             f"{', '.join(v for v in order if v != 'naive')}")
-        for p in ranks:
-            results = run_driver("ring", spec, p, [order.index(variant), c["warmup"],
-                                                   c["iterations"], c["repetitions"], *payloads],
-                                 timeout=timeout)
-            if len(results) != len(payloads):
-                raise SimulationError(f"the simulated ring on {p} ranks returned "
-                                      f"{len(results)} of {len(payloads)} payloads")
-            for res in results:
-                params = {"variant": variant, "nbytes": res["nbytes"], "warmup": c["warmup"],
-                          "iterations": c["iterations"], "hugepages": False,
-                          "oversubscribed": False}
-                rows += records.rows("ring", "ring", "c", p, 1, params, res["times"],
-                                     "ring_time", "s")
-    return records.Run(records.frame(rows), _meta("ring", spec, profile, {
-        "ranks": ranks, "variants": list(variants), "implementations": ["c"]}))
-
+# --------------------------------------------------------------------------- chapters
 
 def default_ranks(spec):
     """1, 2, then every socket and node boundary and one rank past it, up to all cores."""
@@ -357,14 +295,14 @@ def default_ranks(spec):
     return sorted(r for r in out if 1 <= r <= cores)
 
 
-def _choices(kernel, param):
+def choices(kernel, param):
     """A declared parameter's choices, in the order of the C enum they index."""
     from hpclab.kernels.registry import get
 
     return get(kernel).param(param).choices
 
 
-def _computed(kernel, spec, ranks, repetitions, case, profile, extra, timeout):
+def computed(kernel, spec, ranks, repetitions, case, profile, extra, timeout):
     """Run a computing kernel's driver at every P (``case(p)`` gives its arguments and its
     record parameters) with the arithmetic timed here; the records.Run."""
     from hpclab import records
@@ -378,118 +316,44 @@ def _computed(kernel, spec, ranks, repetitions, case, profile, extra, timeout):
         times = np.asarray(results[0]["times"], float).reshape(-1, repetitions)
         rows += records.timings(kernel, "c", p, 1,
                                 {"kind": "simulated", **params, "oversubscribed": False}, times)
-    return records.Run(records.frame(rows), _meta(kernel, spec, profile, {
+    return records.Run(records.frame(rows), meta(kernel, spec, profile, {
         "ranks": list(ranks), **extra, "implementations": ["c"]}, config=COMPUTE_CONFIG))
 
 
-def poisson(platform_name, ranks=None, n=1024, iterations=10, repetitions=2, interleave=True,
-            profile=None, timeout=900):
-    """Simulated CG solves of the Poisson problem (capped at ``iterations``) on P ranks filled
-    core by core: the Poisson chapter's records (kind ``simulated``). The arithmetic is timed
-    on this machine, one rank at a time (see :data:`COMPUTE_CONFIG`)."""
-    spec = platform(platform_name)
-    ranks = sorted(set(ranks or default_ranks(spec)))
-    if ranks[-1] > n:
-        raise ValueError(f"N = {n} has fewer rows than {ranks[-1]} ranks: choose N >= P")
+def chapters():
+    """The chapters that run on a simulated cluster: those whose folder has a driver
+    (``smpi_driver.c``) and its runner (``simulation.py``), in book order."""
+    from hpclab.kernels import registry
 
-    def case(p):
-        return ([n, int(bool(interleave)), iterations, repetitions],
-                {"n": n, "interleave": bool(interleave), "iterations_cap": iterations})
-
-    return _computed("poisson", spec, ranks, repetitions, case, profile, {"n": n}, timeout)
+    return [slug for slug in registry.chapter_order()
+            if (CHAPTERS / slug / "smpi_driver.c").exists()
+            and (CHAPTERS / slug / "simulation.py").exists()]
 
 
-def jacobi(platform_name, ranks=None, L=64, sweeps=10, repetitions=2, decomposition="cube",
-           overlap=False, profile=None, timeout=900):
-    """Simulated weak scaling of the Jacobi sweep: L points per rank and dimension on P ranks
-    filled core by core, the Jacobi chapter's records (kind ``simulated``). The arithmetic is
-    timed on this machine, one rank at a time (see :data:`COMPUTE_CONFIG`)."""
-    from hpclab.kernels.jacobi import process_grid
+def chapter(kernel):
+    """The simulation module of a chapter (``hpclab.chapters.<slug>.simulation``)."""
+    from importlib import import_module
 
-    spec = platform(platform_name)
-    index = _choices("jacobi", "decomposition").index(decomposition)
-
-    def case(p):
-        dims = process_grid(decomposition, p)
-        nx, ny, nz = (L * q for q in dims)
-        return ([index, nx, ny, nz, int(bool(overlap)), sweeps, repetitions, *dims],
-                {"decomposition": decomposition, "overlap": bool(overlap), "L": L, "N": 0,
-                 "nx": nx, "ny": ny, "nz": nz, "grid": "x".join(map(str, dims))})
-
-    return _computed("jacobi", spec, sorted(set(ranks or default_ranks(spec))), repetitions,
-                     case, profile, {"L": L}, timeout)
-
-
-def amdahl(platform_name, ranks=None, shape=(2400, 100, 100), repetitions=3,
-           distribution="none", profile=None, timeout=900):
-    """Simulated strong scaling of report 001's matrix addition (create on rank 0,
-    distribute, add, collect) on P ranks filled core by core: the Amdahl chapter's records
-    (kind ``simulated``). The arithmetic and copies are timed on this machine, one rank at a
-    time (see :data:`COMPUTE_CONFIG`); the messages cross the platform's network."""
-    from hpclab.kernels.amdahl import process_grid
-
-    spec = platform(platform_name)
-    index = _choices("amdahl", "distribution").index(distribution)
-    nx, ny, nz = (int(v) for v in shape)
-
-    def case(p):
-        dims = (list(process_grid(distribution, p)) + [1, 1])[:3]  # "none": (P,)
-        return ([index, nx, ny, nz, repetitions, *dims],
-                {"distribution": distribution, "nx": nx, "ny": ny, "nz": nz,
-                 "shape": f"{nx}x{ny}x{nz}", "hugepages": False})
-
-    return _computed("amdahl", spec, sorted(set(ranks or default_ranks(spec))), repetitions,
-                     case, profile, {"shape": [nx, ny, nz]}, timeout)
-
-
-RUNNERS = {"pingpong": pingpong, "ring": ring, "amdahl": amdahl, "jacobi": jacobi,
-           "poisson": poisson}
+    if kernel not in chapters():
+        raise ValueError(f"no simulation of {kernel!r}: simulated kernels are "
+                         f"{', '.join(chapters())}")
+    return import_module(f"hpclab.chapters.{kernel}.simulation")
 
 
 def run(kernel, platform_name, ranks=None, profile=None, placement=None, timeout=None):
     """``python -m hpclab simulate``: one kernel on one platform; a records.Run."""
-    if kernel not in RUNNERS:
-        raise ValueError(f"no simulation of {kernel!r}: simulated kernels are "
-                         f"{', '.join(RUNNERS)}")
+    module = chapter(kernel)
+    if placement and not getattr(module, "PLACEMENTS", False):
+        raise ValueError("--placement names where two ranks sit, for the simulations of two "
+                         "ranks; this one fills cores in order")
     kw = {"timeout": timeout} if timeout else {}
-    if kernel == "pingpong":
-        if ranks and list(ranks) != [2]:
-            raise ValueError("the simulated ping-pong runs on 2 ranks; choose where with "
-                             "--placement")
-        return pingpong(platform_name, profile=profile, placement=placement, **kw)
-    if placement:
-        raise ValueError("--placement names where the two ping-pong ranks sit; the other "
-                         "kernels fill cores in order")
-    if kernel in ("amdahl", "jacobi", "poisson"):
-        from hpclab import profiles
-
-        sim = profiles.get(kernel, profile)["simulated"]
-        if kernel == "amdahl":
-            return amdahl(platform_name, ranks=ranks or sim["ranks"], shape=sim["shape"],
-                          profile=profile, **kw)
-        if kernel == "jacobi":
-            return jacobi(platform_name, ranks=ranks or sim["ranks"], L=sim["L"],
-                          sweeps=sim["sweeps"], profile=profile, **kw)
-        return poisson(platform_name, ranks=ranks or sim["ranks"], n=sim["n"],
-                       iterations=sim["iterations"], profile=profile, **kw)
-    return ring(platform_name, ranks=ranks, profile=profile, **kw)
+    return module.run(platform_name, ranks=ranks, profile=profile, placement=placement, **kw)
 
 
 def summary(run):
-    """Lines that say what a simulation found: for ping-pong, the Hockney fit of its records
-    beside the link it ran over."""
-    if run.meta["experiment"] != "pingpong":
-        return []
-    from hpclab import models
-
-    g = run.records.groupby("nbytes")["value"].median()
-    fit = models.fit(models.HOCKNEY, g.index.to_numpy(float), g.to_numpy(), sigma="relative")
-    spec = platform(run.meta["platform"])
-    where = run.meta.get("placement_name") or "internode"
-    link = spec.get(where) or spec["internode"]
-    return [f"Hockney fit: lambda = {fit.params['lambda'] * 1e6:.3f} us, "
-            f"B = {fit.params['B'] / 1e9:.3f} GB/s; the {where} link of {spec['name']}: "
-            f"{link['latency_us']:g} us, {link['bandwidth_MBps'] / 1e3:g} GB/s"]
+    """Lines that say what a simulation found (the chapter's ``summary``, when it has one)."""
+    module = chapter(run.meta["experiment"])
+    return list(module.summary(run)) if hasattr(module, "summary") else []
 
 
 if __name__ == "__main__":  # pragma: no cover

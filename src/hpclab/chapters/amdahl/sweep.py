@@ -66,7 +66,7 @@ def measure(kind, impl, nprocs, repetitions, distribution=None, nx=None, ny=None
     """One measurement on the first nprocs ranks; the records, on rank 0 only."""
     from mpi4py import MPI
 
-    from hpclab.kernels import amdahl
+    from hpclab.chapters.amdahl import kernels as amdahl
     from hpclab.kernels.api import first_ranks
 
     with first_ranks(comm or MPI.COMM_WORLD, nprocs) as sub:

@@ -15,7 +15,7 @@ DECOMPOSITIONS = KERNEL.param("decomposition").choices
 
 
 def grid_of(decomposition, nprocs):
-    from hpclab.kernels.jacobi import process_grid
+    from hpclab.chapters.jacobi.kernels import process_grid
 
     return process_grid(decomposition, nprocs)
 
@@ -55,7 +55,7 @@ def measure(kind, impl, nprocs, decomposition, overlap, L, N, nx, ny, nz, sweeps
     """One measurement on the first nprocs ranks; the records, on rank 0 only."""
     from mpi4py import MPI
 
-    from hpclab.kernels import jacobi
+    from hpclab.chapters.jacobi import kernels as jacobi
     from hpclab.kernels.api import first_ranks
 
     with first_ranks(comm or MPI.COMM_WORLD, nprocs) as sub:

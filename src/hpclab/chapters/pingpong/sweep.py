@@ -17,7 +17,7 @@ METRIC, UNIT = "one_way_time", "s"
 
 def tasks(profile=None, impls=IMPLS, hugepages=False):
     """The measurements a profile asks for, in the order they run."""
-    from hpclab.kernels.pingpong import default_iterations
+    from hpclab.chapters.pingpong.kernels import default_iterations
 
     settings = profiles.get(NAME, profile)
     unknown = set(impls) - set(IMPLS)
@@ -40,7 +40,7 @@ def measure(impl, nbytes, warmup, iterations, repetitions, hugepages=False, comm
     """Run one implementation at one size on every rank; the records, on rank 0 only."""
     from mpi4py import MPI
 
-    from hpclab.kernels import pingpong
+    from hpclab.chapters.pingpong import kernels as pingpong
 
     comm = comm or MPI.COMM_WORLD
     times = pingpong.RUNNERS[impl](comm, nbytes, warmup=warmup, iterations=iterations,

@@ -53,7 +53,7 @@ def measure(kind, impl, nprocs, n, interleave, iterations, repetitions, comm=Non
     """One measurement on the first nprocs ranks; the records, on rank 0 only."""
     from mpi4py import MPI
 
-    from hpclab.kernels import poisson
+    from hpclab.chapters.poisson import kernels as poisson
     from hpclab.kernels.api import first_ranks
 
     with first_ranks(comm or MPI.COMM_WORLD, nprocs) as sub:
@@ -88,7 +88,7 @@ def run_mpi(comm=None, profile=None, impls=IMPLS, hugepages=False, progress=True
 def _solve(n, impl):
     from mpi4py import MPI
 
-    from hpclab.kernels import poisson
+    from hpclab.chapters.poisson import kernels as poisson
 
     u, metrics = poisson.solution(MPI.COMM_WORLD, n, impl)
     return (u, metrics) if MPI.COMM_WORLD.Get_rank() == 0 else None
@@ -98,7 +98,7 @@ def solution(n=31, impl="c", engines=None, timeout=120):
     """(x, y, u_h, u - u_h, metrics) of one converged solve on the mesh with its boundary
     (report 000's Figure 3.1 uses N = 31: 33 x 33 points, h = 1/32), on one MPI engine
     unless engines are given."""
-    from hpclab.kernels.poisson import exact
+    from hpclab.chapters.poisson.kernels import exact
 
     owned = engines is None
     if owned:

@@ -20,7 +20,7 @@ _BUFFERED: dict[tuple, bool] = {}
 def tasks(profile=None, impls=IMPLS, hugepages=False, max_procs=None, variants=VARIANTS,
           payloads=None):
     """The measurements a profile asks for, in the order they run."""
-    from hpclab.kernels.ring import default_iterations
+    from hpclab.chapters.ring.kernels import default_iterations
 
     settings = profiles.get(NAME, profile)
     unknown = (set(impls) - set(IMPLS)) | (set(variants) - set(VARIANTS))
@@ -44,7 +44,7 @@ def tasks(profile=None, impls=IMPLS, hugepages=False, max_procs=None, variants=V
 
 
 def _buffered(comm, nbytes):
-    from hpclab.kernels import ring
+    from hpclab.chapters.ring import kernels as ring
 
     key = (comm.Get_size(), nbytes)
     if key not in _BUFFERED:  # every rank runs the same calls, so the cache agrees
@@ -57,7 +57,7 @@ def measure(impl, variant, nprocs, nbytes, warmup, iterations, repetitions, huge
     """One measurement on the first nprocs ranks; the records, on rank 0 only."""
     from mpi4py import MPI
 
-    from hpclab.kernels import ring
+    from hpclab.chapters.ring import kernels as ring
 
     comm = comm or MPI.COMM_WORLD
     if not 1 <= nprocs <= comm.Get_size():

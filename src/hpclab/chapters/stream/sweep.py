@@ -23,7 +23,7 @@ METRIC, UNIT = "time", "s"
 def array_elements(profile=None, ranks=1):
     """Doubles per array (per rank, when ranks > 1) for a profile; refuses sizes that
     would not fit in half of this machine's memory."""
-    from hpclab.kernels.stream import min_elements
+    from hpclab.chapters.stream.kernels import min_elements
 
     n = profiles.get(NAME, profile)["n"]
     if n is None:
@@ -93,7 +93,7 @@ def run_threads(impl, threads, bind, n, ntimes, hugepages=False, cpunodebind=Non
     timeout = timeout or profiles.timeout(NAME)
     env = _clean_env(os.environ)
     env.update(OMP_NUM_THREADS=str(threads), OMP_PLACES="cores", OMP_PROC_BIND=bind)
-    cmd = [sys.executable, "-m", "hpclab.kernels.stream", "--impl", impl, "--threads",
+    cmd = [sys.executable, "-m", "hpclab.chapters.stream.kernels", "--impl", impl, "--threads",
            str(threads), "--n", str(n), "--ntimes", str(ntimes)]
     if hugepages:
         cmd.append("--hugepages")
@@ -124,10 +124,33 @@ def _idle_wait(comm):
         time.sleep(0.005)
 
 
+def _on_rank0(comm, work):
+    """``work()`` on rank 0 of comm (or alone without comm) while the other ranks wait idle;
+    its result on rank 0, None elsewhere. An error of rank 0 is raised on every rank, so
+    that the job stops together instead of leaving the others waiting in the next task."""
+    from hpclab.kernels import KernelError
+
+    rank = 0 if comm is None else comm.Get_rank()
+    result, error = None, None
+    if rank == 0:
+        try:
+            result = work()
+        except Exception as exc:  # re-raised below, on every rank
+            error = exc
+    if comm is not None:
+        _idle_wait(comm)
+        text = comm.bcast(None if error is None else f"{error}", root=0)
+        if text is not None and rank != 0:
+            raise KernelError(f"rank 0 failed: {text}")
+    if error is not None:
+        raise error
+    return result
+
+
 def measure(mode, impl, threads, bind, n, ntimes, hugepages=False, cpunodebind=None,
             membind=None, comm=None, timeout=None):
     """One measurement; the records on rank 0 of comm (all of them without comm)."""
-    from hpclab.kernels import stream
+    from hpclab.chapters.stream import kernels as stream
 
     params = {"mode": mode, "bind": bind, "n": n, "ntimes": ntimes, "hugepages": bool(hugepages),
               "cpunodebind": -1 if cpunodebind is None else cpunodebind,
@@ -139,16 +162,14 @@ def measure(mode, impl, threads, bind, n, ntimes, hugepages=False, cpunodebind=N
     rank = 0 if comm is None else comm.Get_rank()
     size = 1 if comm is None else comm.Get_size()
     if mode == "threads":
-        rows = []
-        if rank == 0:
+        def threaded():
             result = run_threads(impl, threads, bind, n, ntimes, hugepages, cpunodebind,
                                  membind, timeout)
             times = np.asarray(result["times"])  # the counted trials (the first is dropped)
             params["openmp_bind"] = result["openmp"]["proc_bind"]
-            rows = _rows(impl, 1, threads, params, times)
-        if comm is not None:
-            _idle_wait(comm)
-        return rows
+            return _rows(impl, 1, threads, params, times)
+
+        return _on_rank0(comm, threaded) or []
     if mode == "star":
         times = stream.RUNNERS[impl](n, ntimes, 1, hugepages, comm=comm)
         everyone = comm.gather(times, root=0)
@@ -156,11 +177,8 @@ def measure(mode, impl, threads, bind, n, ntimes, hugepages=False, cpunodebind=N
             return []
         return [row for r, t in enumerate(everyone) for row in _rows(impl, size, 1, params, t, r)]
     if mode == "single":
-        rows = []
-        if rank == 0:
-            rows = _rows(impl, size, 1, params, stream.RUNNERS[impl](n, ntimes, 1, hugepages))
-        _idle_wait(comm)
-        return rows
+        return _on_rank0(comm, lambda: _rows(impl, size, 1, params, stream.RUNNERS[impl](
+            n, ntimes, 1, hugepages))) or []
     raise ValueError(f"unknown stream mode {mode!r}: threads, star or single")
 
 

@@ -1,0 +1,79 @@
+"""Amdahl bench: the addition phase of C and Cython against STREAM add, side by side.
+
+In every round, one mpiexec on P ranks (default: the cores, bound) runs the C and
+Cython matrix programs and STREAM's add on every rank at once (one thread each, the
+arrays each rank adds in the matrix program), interleaved. Prints the addition's
+bandwidth (24 bytes per element: read a and b, write c; STREAM's count) as median
+over rounds [min-max], and the ratios C / STREAM add and Cython / C.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from hpclab import launch, profiles, protocol
+
+TIMEOUT = profiles.timeout("amdahl", "full")
+BYTES = 24
+
+
+def add_arguments(p):
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--ranks", type=int, default=None, help="default: the usable cores")
+    p.add_argument("--shape", default="2400x100x100", help="NXxNYxNZ (default: report 001's)")
+    p.add_argument("--no-bind", action="store_true", help="do not bind ranks to cores")
+
+
+def _ours(shape, repetitions=5):
+    """Runs under mpiexec: the best addition time of C and Cython and of STREAM add on
+    the same per-rank arrays; GB/s of all ranks together, handed to the parent."""
+    from mpi4py import MPI
+
+    from hpclab.chapters.amdahl import kernels as amdahl
+    from hpclab.chapters.stream import kernels as stream
+
+    comm = MPI.COMM_WORLD
+    nx, ny, nz = shape
+    n = nx * ny * nz
+    out = {}
+    for impl in ("c", "cython"):
+        t = amdahl.RUNNERS[impl](comm, "none", nx, ny, nz, repetitions=repetitions)
+        out[impl] = BYTES * n / float(np.min(t[amdahl.PHASES.index("add")])) / 1e9
+    per_rank = -(-n // comm.Get_size())
+    t = stream.run_c(n=per_rank, ntimes=repetitions + 1, threads=1, comm=comm)
+    out["stream_add"] = (BYTES * per_rank * comm.Get_size()
+                         / float(np.min(t[stream.KERNEL.metric_names.index("add")])) / 1e9)
+    if comm.Get_rank() == 0:
+        protocol.emit(out)
+
+
+def run(args):
+    nx, ny, nz = (int(v) for v in args.shape.lower().split("x"))
+    ranks = args.ranks or launch.usable_cores()
+    bind = [] if args.no_bind else launch.bind_to_core()
+    print(__doc__.split("\n\n", 1)[1].replace("``", ""))
+    print(f"ranks: {ranks}, binding: {' '.join(bind) or 'none'}; shape {nx}x{ny}x{nz}; "
+          f"{args.rounds} rounds")
+    from hpclab.bench import rounds as bench_rounds, spread, table
+
+    rounds = bench_rounds("hpclab.chapters.amdahl.kernels.bench", [f"{nx}x{ny}x{nz}"],
+                          args.rounds, ranks, TIMEOUT, bind, "amdahl addition against STREAM add")
+
+    names = ("c", "cython", "stream_add")
+    table("Addition bandwidth [GB/s], all ranks: median over rounds [min-max]",
+          [[spread([o[k] for o in rounds]) for k in names]], names, fmt="{:.2f}")
+    c_vs_stream = np.median([o["c"] / o["stream_add"] for o in rounds])
+    cy_vs_c = np.median([o["cython"] / o["c"] for o in rounds])
+    print(f"C addition / STREAM add = {c_vs_stream:.3f} (target >= 0.9); "
+          f"Cython / C = {cy_vs_c:.3f} (target >= 0.95)")
+
+
+def main(argv=None):
+    from hpclab.bench import script
+
+    return script(__name__, argv, lambda shape: _ours(tuple(int(v) for v in shape.split("x"))))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

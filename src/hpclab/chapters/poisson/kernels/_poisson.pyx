@@ -1,0 +1,270 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Conjugate gradient in Cython: a thin wrapper of poisson.c and a native implementation.
+
+Both take an mpi4py communicator and release the GIL for the whole solve. Use
+hpclab.chapters.poisson.kernels, which checks arguments, rather than this module.
+"""
+import numpy as np
+
+from mpi4py cimport MPI
+from mpi4py.libmpi cimport (MPI_Comm, MPI_Request, MPI_Barrier, MPI_Allreduce,
+                            MPI_Wtime, MPI_DOUBLE, MPI_SUM)
+from hpclab_common cimport (HPCLAB_ERRLEN, HPCLAB_HALO_REQUESTS, hpclab_alloc, hpclab_free,
+                            hpclab_fail_together, hpclab_set_errmsg, hpclab_topo,
+                            hpclab_topo_create, hpclab_topo_free, hpclab_topo_points,
+                            hpclab_topo_gather, hpclab_halo_start, hpclab_halo_finish)
+from libc.math cimport sqrt
+from libc.string cimport memcpy, memset
+
+cdef extern from "poisson.h" nogil:
+    enum:
+        HPCLAB_POISSON_NMETRICS
+    double HPCLAB_POISSON_TOL
+    int hpclab_poisson(MPI_Comm comm, long n, int interleave, long iterations,
+                       int repetitions, double *uout, double *times, char *errmsg,
+                       size_t errlen)
+    double hpclab_poisson_f(double x, double y)
+    double hpclab_poisson_exact(double x, double y)
+    double hpclab_vmrss()
+    void hpclab_poisson_rhs(const hpclab_topo *t, double *b)
+    int hpclab_poisson_record(const hpclab_topo *t, double *x, double *q, long k,
+                              long iterations, double rr, double rr0, const double *loc,
+                              double base, int rep, int repetitions, double *times,
+                              char *msg, size_t msglen)
+    int hpclab_poisson_fault
+
+METRICS = ("iteration", "matvec", "halo", "reduce", "update", "iterations", "residual",
+           "error", "rss", "rss_base")
+TOL = HPCLAB_POISSON_TOL
+
+
+class PoissonError(RuntimeError):
+    """Raised on every rank when any rank's solve went wrong."""
+
+
+def _set_fault(int on):
+    """Test hook: the last rank adds 1 to its halo point (0, 1) of p after every exchange."""
+    global hpclab_poisson_fault
+    hpclab_poisson_fault = on
+
+
+def _fault():
+    return hpclab_poisson_fault
+
+
+def f(double x, double y):
+    """f of report 000 eq. (3.1), the C function."""
+    return hpclab_poisson_f(x, y)
+
+
+def exact(double x, double y):
+    """u = sin²(πx) sin²(πy), the C function."""
+    return hpclab_poisson_exact(x, y)
+
+
+def vmrss():
+    """This process's VmRSS in bytes (0 where /proc/self/status has none)."""
+    return hpclab_vmrss()
+
+
+def _want(MPI.Comm comm, want):
+    return comm.bcast(bool(want) if comm.Get_rank() == 0 else None, root=0)
+
+
+def run_c(MPI.Comm comm not None, long n, bint interleave, long iterations, int repetitions,
+          want=False):
+    """Call ``hpclab_poisson`` from poisson.c: (times (metrics, repetitions), u or None)."""
+    times = np.zeros((HPCLAB_POISSON_NMETRICS, repetitions), dtype=np.float64)
+    cdef double[:, ::1] t = times
+    cdef double[:, ::1] o
+    cdef double *pout = NULL
+    cdef char errmsg[HPCLAB_ERRLEN]
+    cdef int status
+    out = np.empty((n, n)) if _want(comm, want) and comm.Get_rank() == 0 else None
+    if out is not None:
+        o = out
+        pout = &o[0, 0]
+    errmsg[0] = 0
+    with nogil:
+        status = hpclab_poisson(comm.ob_mpi, n, interleave, iterations, repetitions, pout,
+                                &t[0, 0], errmsg, HPCLAB_ERRLEN)
+    if status:
+        raise PoissonError(errmsg.decode(errors="replace"))
+    return times, out
+
+
+# ----------------------------------------------------------------------------- native
+
+
+cdef double _matvec(double *p, double *q, long n, long i0, long i1) noexcept nogil:
+    """q = A p on rows i0..i1; the local p.q on those rows."""
+    cdef size_t s = <size_t>n + 2
+    cdef size_t row, c
+    cdef long i
+    cdef double v, pq = 0
+    for i in range(i0, i1 + 1):
+        row = <size_t>i * s
+        for c in range(row + 1, row + <size_t>n + 1):
+            v = 4 * p[c] - p[c - s] - p[c + s] - p[c - 1] - p[c + 1]
+            q[c] = v
+            pq += p[c] * v
+    return pq
+
+
+cdef double _update_xr(double *x, double *r, double *p, double *q, double a,
+                       size_t m) noexcept nogil:
+    cdef size_t c
+    cdef double rr = 0
+    for c in range(m):
+        x[c] += a * p[c]
+        r[c] -= a * q[c]
+        rr += r[c] * r[c]
+    return rr
+
+
+cdef double _dot_self(double *v, size_t m) noexcept nogil:
+    cdef size_t c
+    cdef double sum = 0
+    for c in range(m):
+        sum += v[c] * v[c]
+    return sum
+
+
+cdef void _update_p(double *p, double *r, double b, size_t m) noexcept nogil:
+    cdef size_t c
+    for c in range(m):
+        p[c] = r[c] + b * p[c]
+
+
+def run_cython(MPI.Comm comm not None, long n, bint interleave, long iterations,
+               int repetitions, want=False):
+    """The same solver written in Cython; halos, right-hand side and the answer check from
+    the C layer."""
+    times = np.zeros((HPCLAB_POISSON_NMETRICS, repetitions), dtype=np.float64)
+    cdef double[:, ::1] tt = times
+    cdef hpclab_topo t
+    cdef bint have = False
+    cdef long glob[2]
+    cdef int dims[2]
+    cdef int rep, failed = 0
+    cdef size_t points, m, s
+    cdef double *x = NULL
+    cdef double *r = NULL
+    cdef double *p = NULL
+    cdef double *q = NULL
+    cdef double loc[5]
+    cdef double mine[2]
+    cdef double base, rr, rr0, rrnew, pq, alpha, t0, a, b, c, d, e, f_, g, h, i_
+    cdef long k, cap, lr, ii
+    cdef MPI_Request req[HPCLAB_HALO_REQUESTS]
+    cdef char errmsg[HPCLAB_ERRLEN]
+    errmsg[0] = 0
+    glob[0], glob[1] = n, n
+    dims[0], dims[1] = 0, 1
+    out = None
+    try:
+        with nogil:
+            if hpclab_topo_create(comm.ob_mpi, 2, glob, dims, NULL, &t, errmsg, HPCLAB_ERRLEN):
+                with gil:
+                    raise PoissonError(errmsg.decode(errors="replace"))
+            have = True
+            base = hpclab_vmrss()
+            points = hpclab_topo_points(&t)
+            s = <size_t>n + 2
+            lr = t.local[0]
+            m = <size_t>lr * s
+            x = <double *>hpclab_alloc(points * sizeof(double), 0)
+            r = <double *>hpclab_alloc(points * sizeof(double), 0)
+            p = <double *>hpclab_alloc(points * sizeof(double), 0)
+            q = <double *>hpclab_alloc(points * sizeof(double), 0)
+            failed = x == NULL or r == NULL or p == NULL or q == NULL
+            if failed:
+                with gil:
+                    hpclab_set_errmsg(errmsg, f"rank {t.rank} cannot allocate four vectors "
+                                      f"of {points} doubles")
+            if hpclab_fail_together(t.cart, failed, errmsg, HPCLAB_ERRLEN):
+                failed = 1
+            cap = iterations if iterations else 10 * n + 100
+            rep = 0
+            while rep < repetitions and not failed:
+                for ii in range(5):
+                    loc[ii] = 0
+                memset(x, 0, points * sizeof(double))
+                memset(r, 0, points * sizeof(double))
+                memset(q, 0, points * sizeof(double))
+                hpclab_poisson_rhs(&t, r)
+                memcpy(p, r, points * sizeof(double))
+                mine[0] = _dot_self(r + s, m)
+                MPI_Allreduce(mine, &rr0, 1, MPI_DOUBLE, MPI_SUM, t.cart)
+                rr = rr0
+                k = 0
+                MPI_Barrier(t.cart)
+                t0 = MPI_Wtime()
+                while k < cap and not sqrt(rr) <= HPCLAB_POISSON_TOL * sqrt(rr0):
+                    a = MPI_Wtime()
+                    hpclab_halo_start(&t, p, req)
+                    b = MPI_Wtime()
+                    mine[0] = _matvec(p, q, n, 2, lr - 1) if interleave and lr > 2 else 0.0
+                    c = MPI_Wtime()
+                    hpclab_halo_finish(req)
+                    if hpclab_poisson_fault and t.rank == t.size - 1:
+                        p[1] += 1.0
+                    d = MPI_Wtime()
+                    if not interleave:
+                        mine[0] = _matvec(p, q, n, 1, lr)
+                    elif lr > 0:
+                        mine[0] += _matvec(p, q, n, 1, 1)
+                        if lr > 1:
+                            mine[0] += _matvec(p, q, n, lr, lr)
+                    e = MPI_Wtime()
+                    MPI_Allreduce(mine, &pq, 1, MPI_DOUBLE, MPI_SUM, t.cart)
+                    f_ = MPI_Wtime()
+                    alpha = rr / pq
+                    mine[1] = _update_xr(x + s, r + s, p + s, q + s, alpha, m)
+                    g = MPI_Wtime()
+                    MPI_Allreduce(mine + 1, &rrnew, 1, MPI_DOUBLE, MPI_SUM, t.cart)
+                    h = MPI_Wtime()
+                    _update_p(p + s, r + s, rrnew / rr, m)
+                    rr = rrnew
+                    k += 1
+                    i_ = MPI_Wtime()
+                    loc[0] += (c - b) + (e - d)
+                    loc[1] += (b - a) + (d - c)
+                    loc[2] += (f_ - e) + (h - g)
+                    loc[3] += (g - f_) + (i_ - h)
+                MPI_Barrier(t.cart)
+                loc[4] = MPI_Wtime() - t0
+                failed = hpclab_poisson_record(&t, x, q, k, iterations, rr, rr0, loc, base,
+                                               rep, repetitions, &tt[0, 0], errmsg,
+                                               HPCLAB_ERRLEN)
+                rep += 1
+        if not failed and _want(comm, want):
+            out = _gather(comm, &t, x, n)
+    finally:
+        hpclab_free(x)
+        hpclab_free(r)
+        hpclab_free(p)
+        hpclab_free(q)
+        if have:
+            hpclab_topo_free(&t)
+    if failed or errmsg[0]:
+        raise PoissonError(errmsg.decode(errors="replace") or "the root cannot allocate")
+    return times, out
+
+
+cdef _gather(MPI.Comm comm, hpclab_topo *t, double *x, long n):
+    """The global solution on rank 0 (None elsewhere), from every rank's block of x."""
+    cdef long lr = t.local[0], i
+    block = np.empty((lr, n))
+    cdef double[:, ::1] bv = block
+    cdef double[:, ::1] ov
+    cdef double *pout = NULL
+    for i in range(lr):
+        memcpy(&bv[i, 0], x + <size_t>(i + 1) * <size_t>(n + 2) + 1, <size_t>n * sizeof(double))
+    out = np.empty((n, n)) if t.rank == 0 else None
+    if out is not None:
+        ov = out
+        pout = &ov[0, 0]
+    if hpclab_topo_gather(t, 0, &bv[0, 0] if lr > 0 else NULL, pout):
+        raise PoissonError("rank 0 cannot allocate its requests")
+    return out
