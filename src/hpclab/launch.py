@@ -36,7 +36,9 @@ import tempfile
 import time
 import warnings
 import weakref
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any, TypeVar
 
 from hpclab import shm
 
@@ -53,6 +55,9 @@ HEARTBEAT = ["--HeartMonitor.period=500", "--HeartMonitor.max_heartmonitor_misse
 # (about 8% of a 0.65 µs message here). Only the main thread calls MPI in hpclab, as in
 # osu_latency and IMB, so MPI jobs start funneled unless MPI4PY_RC_THREAD_LEVEL says otherwise.
 THREAD_LEVEL = "funneled"
+
+
+T = TypeVar("T")
 
 
 class OversubscriptionWarning(UserWarning):
@@ -94,7 +99,7 @@ def _affinity_of(pid):
     return count
 
 
-def usable_cores():
+def usable_cores() -> int:
     """Cores the job may use on this node, at least 1.
 
     In a Slurm job: the CPUs Slurm gave the job on this node (``SLURM_CPUS_ON_NODE``).
@@ -249,7 +254,7 @@ def bind_to_core(n=None):
     return ["-bind-to", "core", "-map-by", "core"]
 
 
-def whoami():
+def whoami() -> dict[str, Any]:
     """Where this code runs: MPI rank and size, host, process id and the CPUs it may use
     (its binding). Call it on engines, or on every rank of an mpiexec job."""
     import socket
@@ -485,7 +490,7 @@ class Engines:
         self._stale = False
 
     # -- life cycle
-    def start(self):
+    def start(self) -> Engines:
         import ipyparallel as ipp
 
         if self.what != DEFAULT_WHAT:
@@ -618,7 +623,7 @@ class Engines:
         self._start_engines()
         self._stale = False
 
-    def stop(self):
+    def stop(self) -> None:
         """Stop engines and controller and remove the profile folder; safe to call twice."""
         self.stopped_pids = set(self._pids)
         if _NAMED.get(self.what) is self:
@@ -654,7 +659,8 @@ class Engines:
         """Process ids of mpiexec and the controller (their process groups hold the rest)."""
         return set(self._pids)
 
-    def run(self, func, *args, timeout=None, what=None, **kwargs):
+    def run(self, func: Callable[..., T], *args: Any, timeout: float | None = None,
+            what: str | None = None, **kwargs: Any) -> list[T]:
         """Call ``func(*args, **kwargs)`` on every engine; results in rank order.
 
         Raises
@@ -697,9 +703,11 @@ class Engines:
         return [results[i] for i in order]
 
 
-def cluster(n=2, timeout=DEFAULT_TIMEOUT, start_timeout=START_TIMEOUT, mpi_args=(),
-            environment=None, what=DEFAULT_WHAT, launcher="mpiexec", srun_mpi=None,
-            sbatch_options=()):
+def cluster(n: int = 2, timeout: float = DEFAULT_TIMEOUT,
+            start_timeout: float = START_TIMEOUT, mpi_args: Iterable[str] = (),
+            environment: Mapping[str, str] | None = None, what: str = DEFAULT_WHAT,
+            launcher: str = "mpiexec", srun_mpi: str | None = None,
+            sbatch_options: Iterable[str] = ()) -> Engines:
     """Context manager: n MPI engines, stopped when the block ends however it ends.
 
     Parameters

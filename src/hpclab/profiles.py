@@ -12,6 +12,7 @@ wrong with them.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from hpclab.kernels import registry
 
@@ -19,7 +20,7 @@ PROFILES = registry.PROFILES
 DEFAULT = "standard"
 
 
-def name(profile=None):
+def name(profile: str | None = None) -> str:
     """The profile in force: the argument, else $HPCLAB_PROFILE, else 'standard'."""
     chosen = profile or os.environ.get("HPCLAB_PROFILE") or DEFAULT
     if chosen not in PROFILES:
@@ -28,7 +29,7 @@ def name(profile=None):
     return chosen
 
 
-def get(experiment, profile=None):
+def get(experiment: str, profile: str | None = None) -> dict[str, Any]:
     """The settings of an experiment under a profile (a fresh dict)."""
     kernels = registry.kernels()
     if experiment not in kernels:
@@ -38,11 +39,11 @@ def get(experiment, profile=None):
     return {k: list(v) if isinstance(v, list) else v for k, v in settings.items()}
 
 
-def timeout(experiment, profile=None):
+def timeout(experiment: str, profile: str | None = None) -> float:
     """Seconds one measurement of an experiment may take under a profile."""
     return get(experiment, profile)["timeout"]
 
 
-def check():
+def check() -> list[str]:
     """Every declared kernel's profile problems (an empty list when all are fine)."""
     return [p for k in registry.kernels().values() for p in k.check_profiles()]

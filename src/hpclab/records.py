@@ -24,9 +24,14 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 LEADING = ["experiment", "kernel", "impl", "nprocs", "nthreads"]
 TRAILING = ["rep", "metric", "value", "unit"]
@@ -73,7 +78,7 @@ def timings(kernel, impl, nprocs, nthreads, params, times, experiment=None):
     return out
 
 
-def frame(records):
+def frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     """A DataFrame with the record columns in their order (parameters in the middle)."""
     import pandas as pd  # here, not above: the ranks that only measure never load pandas
 
@@ -84,7 +89,7 @@ def frame(records):
     return df[first + LEADING + params + TRAILING].reset_index(drop=True)
 
 
-def table(run_or_df):
+def table(run_or_df: Run | pd.DataFrame) -> pd.DataFrame:
     """The records of a :class:`Run`, or the DataFrame itself."""
     return run_or_df.records if isinstance(run_or_df, Run) else run_or_df
 
@@ -170,7 +175,8 @@ class Run:
         return path
 
 
-def validate(df):
+def validate(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` when it follows the record format; a RecordError that says what is wrong."""
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         raise RecordError(f"records lack the columns {missing}; every record needs {REQUIRED}")
@@ -181,7 +187,7 @@ def validate(df):
     return df
 
 
-def results_dir():
+def results_dir() -> Path:
     """Where runs are saved by default: $HPCLAB_RESULTS_DIR, else results/ of this checkout."""
     env = os.environ.get("HPCLAB_RESULTS_DIR")
     if env:
@@ -192,7 +198,7 @@ def results_dir():
     return Path("results")
 
 
-def git_commit(path=None):
+def git_commit(path: str | Path | None = None) -> str | None:
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
                              cwd=path or Path(__file__).parent, timeout=5)
@@ -201,7 +207,8 @@ def git_commit(path=None):
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-def metadata(experiment, profile, extra=None):
+def metadata(experiment: str, profile: str,
+             extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The JSON metadata of a run."""
     from hpclab import __version__, machine
 
@@ -232,7 +239,8 @@ def _atomic_new(path, data):
         os.unlink(tmp)
 
 
-def save(df, meta=None, out_dir=None):
+def save(df: Run | pd.DataFrame, meta: Mapping[str, Any] | None = None,
+         out_dir: str | Path | None = None) -> Path:
     """Write ``<experiment>-<UTC time>-<id>.csv`` and ``.json`` into out_dir.
 
     ``df`` is a :class:`Run` (then ``meta`` is its own) or a DataFrame with its
@@ -261,7 +269,7 @@ def save(df, meta=None, out_dir=None):
     raise RecordError(f"could not find a fresh file name in {out}")
 
 
-def load(path):
+def load(path: str | Path) -> Run:
     """Read a run back as a :class:`Run` (``df, meta = load(path)`` unpacks it).
     ``path`` is the CSV or JSON."""
     path = Path(path)
@@ -277,7 +285,7 @@ def load(path):
     return run
 
 
-def latest(experiment, out_dir=None):
+def latest(experiment: str, out_dir: str | Path | None = None) -> Run | None:
     """The newest saved run of an experiment measured here (:func:`hpclab.inputs.resolve`:
     this host and MPI library, not simulated, this book build when one is under way), or
     None."""

@@ -14,7 +14,7 @@ import pandas as pd
 REQUIRED = ("source",)
 
 
-def data_dir():
+def data_dir() -> Path:
     """The reference folder: $HPCLAB_REFERENCE_DIR, else book/data/reference of this checkout."""
     env = os.environ.get("HPCLAB_REFERENCE_DIR")
     if env:
@@ -27,12 +27,12 @@ def data_dir():
         "book/data/reference not found: run from a checkout of hpclab or set HPCLAB_REFERENCE_DIR")
 
 
-def names():
+def names() -> list[str]:
     """The datasets available."""
     return sorted(p.stem for p in data_dir().glob("*.csv"))
 
 
-def load(name):
+def load(name: str) -> pd.DataFrame:
     """One dataset as a DataFrame; every row has a ``source`` citation."""
     path = data_dir() / f"{name}.csv"
     if not path.exists():
@@ -44,7 +44,7 @@ def load(name):
     return df
 
 
-def cite(name_or_frame):
+def cite(name_or_frame: str | pd.DataFrame) -> str:
     """The distinct citations of a dataset (or of a slice of one), joined by '; '."""
     df = load(name_or_frame) if isinstance(name_or_frame, str) else name_or_frame
     return "; ".join(dict.fromkeys(df["source"]))

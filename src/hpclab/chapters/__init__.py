@@ -24,9 +24,10 @@ A chapter's folder holds everything of one chapter:
 
 import sys
 from importlib import import_module
+from types import ModuleType
 
 
-def sweep(slug):
+def sweep(slug: str) -> ModuleType:
     """The sweep module of chapter ``slug`` (``hpclab.chapters.<slug>.sweep``)."""
     from hpclab.kernels import registry
 
@@ -34,7 +35,7 @@ def sweep(slug):
     return import_module(f"hpclab.chapters.{slug}.sweep")
 
 
-def analysis(slug):
+def analysis(slug: str) -> ModuleType:
     """The analysis module of chapter ``slug`` (``hpclab.chapters.<slug>.analysis``)."""
     from hpclab.kernels import registry
 

@@ -34,10 +34,16 @@ def values(seed, n, out=None):
 
 
 def _array(n, hugepages):
+    """n doubles in memory from hpclab_alloc (hugepages when asked), like the C version's."""
     return np.frombuffer(Buffer(max(n, 1) * 8, hugepages), dtype=np.float64)[:n]
 
 
 def run_python(comm, distribution, nx, ny, nz, repetitions, hugepages):
+    """Report 001's matrix addition C = A + B of nx x ny x nz doubles, in four timed phases:
+    rank 0 creates A and B, distributes them (``Scatterv`` without a topology, else the
+    topology's blocks: 1d, 2d or 3d), every rank adds its block, rank 0 collects C.
+    Returns the times of the phases and their total per repetition (rank 0's, on every
+    rank); raises AmdahlError on every rank when C differs from A + B."""
     name = DISTRIBUTIONS[distribution]
     shape, n = (nx, ny, nz), nx * ny * nz
     topo = None

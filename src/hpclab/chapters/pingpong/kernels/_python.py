@@ -27,6 +27,7 @@ def _pattern(nbytes, seed):
 
 
 def _check_received(got, expected, rep, nbytes):
+    """None when ``got`` holds the bytes sent, else what differs, in words."""
     if np.array_equal(got, expected):
         return None
     bad = int(np.flatnonzero(got != expected)[0])
@@ -35,6 +36,11 @@ def _check_received(got, expected, rep, nbytes):
 
 
 def run_python(comm, nbytes, warmup, iterations, repetitions, hugepages):
+    """One-way time of an ``nbytes`` message between ranks 0 and 1 with the buffer API
+    (``Send``/``Recv`` of a buffer, no copy): ``warmup`` round trips, then per repetition a
+    barrier, one aligning round trip and ``iterations`` timed ones. Returns the time of each
+    repetition (half a round trip, the slowest rank's) on every rank; raises PingPongError
+    on every rank when a rank received a byte other than the one sent."""
     rank = comm.Get_rank()
     sbuf = Buffer(nbytes, hugepages)
     rbuf = Buffer(nbytes, hugepages)
@@ -71,6 +77,8 @@ def run_python(comm, nbytes, warmup, iterations, repetitions, hugepages):
 
 
 def run_pickle(comm, nbytes, warmup, iterations, repetitions, hugepages):
+    """As :func:`run_python`, with the pickle API (``send``/``recv`` of a bytes object):
+    every send pickles the payload and every receive makes a new object."""
     rank = comm.Get_rank()
     # The payload is pickled on every send and a new bytes object is made on
     # every receive: that is the cost this implementation shows.

@@ -17,6 +17,8 @@ NAMES = ("from the left", "from the right")
 
 
 def _exchange(cart, rank, size, left, right, variant, sr, sl, rr, rl):
+    """One step: send ``sr`` right and ``sl`` left, receive ``rr`` from the left and ``rl``
+    from the right, in the way ``variant`` names."""
     if size == 1 and variant in ("ssend_ordered", "send"):
         variant = "sendrecv"  # a ring of one: see ring.c's NOTES
     if variant == "ssend_ordered":
@@ -54,6 +56,13 @@ def _exchange(cart, rank, size, left, right, variant, sr, sl, rr, rl):
 
 
 def run_python(comm, variant, nbytes, warmup, iterations, repetitions, hugepages):
+    """The two-way ring of report 001: every rank sends a message of ``nbytes`` to both
+    neighbours of a periodic ring, ``size`` steps, each step passing on what it received
+    (and adding its rank to the first element), until every message is home. ``variant``
+    says how one step exchanges (one of ``VARIANTS``: sendrecv, non-blocking, ordered
+    synchronous sends, ...).
+    Returns the time of one whole ring per repetition (the slowest rank's); raises
+    RingError on every rank when a sum or a message that came home is wrong."""
     name = VARIANTS[variant]
     # the periodic 1D grid of the topology layer, one point per rank
     ring = Topology(comm, (comm.Get_size(),), dims=(comm.Get_size(),), periods=(True,))
@@ -74,6 +83,7 @@ def run_python(comm, variant, nbytes, warmup, iterations, repetitions, hugepages
         fault = fault if 0 <= fault < count and rank == fault_rank else -1
 
         def one_ring():
+            """``size`` steps; the two messages that came home, and how many sums are wrong."""
             sr, sl = origin
             for step in range(size):
                 rr, rl = bufs[RIGHT][step & 1], bufs[LEFT][step & 1]
@@ -109,6 +119,8 @@ def run_python(comm, variant, nbytes, warmup, iterations, repetitions, hugepages
 
 
 def _check_home(home, rank, size, count, rep, want, wrong, iterations):
+    """None when both messages that came home are this rank's own with the right sums,
+    else what is wrong, in words."""
     for d in (RIGHT, LEFT):
         got = home[d]
         if got[0] != want[d]:
