@@ -320,6 +320,7 @@ def grade(names, timeout=None, course=None, students=None, force=False, jobs=Non
 
 
 def _grade(names, timeout, course, students, force, jobs, scratch):
+    import cgroup
     import sandbox
     import screen
 
@@ -332,6 +333,12 @@ def _grade(names, timeout, course, students, force, jobs, scratch):
     sandbox.install_bwrap()
     mode, why = sandbox.isolation()
     print(f"sandbox: {mode}" + (f" ({why})" if why else "") + f"; {jobs} at a time")
+    capped, why_not = cgroup.available()
+    if capped:
+        total = sandbox.Limits.from_env().memory_total / (1 << 30)
+        print(f"memory of each submission, all its processes together: at most {total:g} GiB")
+    else:
+        print(f"memory is capped per process only, not per submission ({why_not})")
     saved = backup_gradebook(course)
     if saved:
         print(f"gradebook backed up to {saved}")

@@ -13,7 +13,8 @@ bubblewrap (Debian: ``apt-get install bubblewrap``):
 * run as root, it drops to a dedicated unprivileged user id (``HPCLAB_GRADER_UID``,
   default 64123) so that the process limit holds;
 * limits on address space per process, processes, CPU seconds per process and file size
-  (output), and a wall budget for the whole submission.
+  (output), and a wall budget for the whole submission;
+* run as root, a memory cgroup caps all of its processes together (cgroup.py).
 
 When the system refuses bubblewrap's namespaces, the run falls back to the dedicated user
 without namespaces (root) or to limits alone (any other user), and says so.
@@ -52,6 +53,8 @@ import nbformat  # noqa: E402
 from nbconvert.preprocessors import Preprocessor  # noqa: E402
 from traitlets import Bool, Integer  # noqa: E402
 
+import cgroup  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 GiB = 1 << 30
 MiB = 1 << 20
@@ -66,7 +69,9 @@ class Limits:
     processes and threads of the sandbox's user, ``files`` total bytes of the plain files
     copied in beside the notebook, ``disk`` bytes of each writable folder (the working
     folder, its temporary folder, /dev/shm: memory-backed, sized), ``text`` characters of
-    one output kept in the graded notebook (the rest is cut, with a note)."""
+    one output kept in the graded notebook (the rest is cut, with a note), ``memory_total``
+    bytes of memory of all the submission's processes together (a memory cgroup, where
+    one can be made: see cgroup.py)."""
 
     wall: float = 300.0
     cell: float = 120.0
@@ -77,6 +82,7 @@ class Limits:
     files: int = 64 * MiB
     disk: int = 256 * MiB
     text: int = 100_000
+    memory_total: int = 8 * GiB
 
     @classmethod
     def from_env(cls, **override):
@@ -222,8 +228,10 @@ def isolation():
     return "none", why
 
 
-def _limit(limits, uid):
+def _limit(limits, uid, group=None):
     def apply():
+        if group is not None:  # before anything starts: every descendant is in it too
+            group.join()
         os.setsid()
         die_with_parent()
         for what, value in ((resource.RLIMIT_AS, limits.memory),
@@ -354,8 +362,10 @@ def run(nb, limits, files_from=None, log=print, values=()):
     tests = graded_tests(nb)
     bare = without_tests(nb, tests)
     fds = []
+    group = None
     t0 = time.monotonic()
     try:
+        group = cgroup.create(limits.memory_total)
         for sub in ("work", "tmp", "runner", "files"):
             (box / sub).mkdir()
         for name in ("run_notebook.py", "judge.py", "kernel_side.py"):
@@ -392,7 +402,7 @@ def run(nb, limits, files_from=None, log=print, values=()):
         with open(private / "output.log", "wb") as log_file:
             proc = subprocess.Popen(cmd, cwd=box / "work", env=env, stdin=subprocess.DEVNULL,
                                     stdout=log_file, stderr=subprocess.STDOUT,
-                                    preexec_fn=_limit(limits, uid), pass_fds=fds)
+                                    preexec_fn=_limit(limits, uid, group), pass_fds=fds)
         for fd in fds:
             os.close(fd)
         fds = []
@@ -423,6 +433,10 @@ def run(nb, limits, files_from=None, log=print, values=()):
             errors = [x for x in out.splitlines() if "Error" in x or "Killed" in x]
             reason = f"the notebook's runner ended with {_ended(proc.returncode)}" + \
                 (f": {errors[-1].strip()[:200]}" if errors else "")
+        if group is not None and group.oom_kills():
+            memory = (f"a process was stopped at the memory limit of the whole submission "
+                      f"({limits.memory_total / GiB:g} GiB, all its processes together)")
+            reason = memory + ("; " + reason if reason else "")
         not_run = mark_not_run(merged, reason or status)
         if not_run and status == "finished":
             status, reason = "failed", f"{not_run} graded cell(s) did not run"
@@ -433,6 +447,8 @@ def run(nb, limits, files_from=None, log=print, values=()):
     finally:
         for fd in fds:
             os.close(fd)
+        if group is not None:
+            group.remove()
         shutil.rmtree(box, ignore_errors=True)
         shutil.rmtree(private, ignore_errors=True)
 

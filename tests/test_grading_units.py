@@ -183,3 +183,55 @@ def test_a_students_exception_shows_the_line_of_their_code(tmp_path):
     errors = [o for o in outputs if o.get("output_type") == "error"]
     assert errors and errors[0]["ename"] == "ZeroDivisionError", outputs
     assert "return 1 / 0" in errors[0]["evalue"], errors[0]["evalue"]
+
+
+def _cgroup_missing():
+    import cgroup
+    import sandbox
+
+    if sandbox.isolation()[0] != "bwrap":
+        return "bubblewrap cannot run here: " + sandbox.isolation()[1]
+    ok, why = cgroup.available()
+    return None if ok else why
+
+
+def test_a_submission_whose_processes_together_pass_the_memory_limit_is_stopped():
+    """Four processes of 200 MiB each stay under the per-process limit, but not under the
+    limit of the whole submission: the cgroup stops one, the reason says so in the
+    instructor's terms, and the group is gone after the run."""
+    why = _cgroup_missing()
+    if why:
+        pytest.skip(why)
+    import nbformat
+
+    import cgroup
+    import sandbox
+
+    code = ("import os, time\nfor _ in range(3):\n    if os.fork() == 0:\n"
+            "        blob = b'x' * (200 << 20)\n        time.sleep(60)\n        os._exit(0)\n"
+            "blob = b'y' * (200 << 20)\ntime.sleep(5)\nprint('after the children')")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    limits = sandbox.Limits(wall=90, cell=60, memory_total=384 << 20)
+    result = sandbox.run(nb, limits, log=lambda *a: None)
+    assert "memory limit of the whole submission (0.375 GiB" in result.reason, result
+    version, parent = cgroup._parent()
+    assert not list(parent.glob(f"{cgroup.PREFIX}{os.getpid()}-*"))
+
+
+def test_the_memory_groups_of_a_grader_that_died_are_removed():
+    why = _cgroup_missing()
+    if why:
+        pytest.skip(why)
+    import cgroup
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    version, parent = cgroup._parent()
+    stale = parent / f"{cgroup.PREFIX}{gone.pid}-0"
+    stale.mkdir()
+    mine = cgroup.create(64 << 20)
+    assert mine is not None and not stale.exists()  # a new group sweeps the dead ones
+    mine.remove()
+    assert not mine.path.exists()

@@ -463,7 +463,6 @@ def test_one_grader_at_a_time_a_killed_one_leaves_nothing_and_the_wall_holds(hos
     """HPCLAB_GRADE_WALL=20 without --timeout; a second grader while one runs; the first
     killed mid-run; then a full run."""
     import signal
-    import tempfile
 
     work = tmp_path / "work"
     released = hostile["base"] / "course" / "labs" / "toy" / "toy.ipynb"
@@ -472,9 +471,11 @@ def test_one_grader_at_a_time_a_killed_one_leaves_nothing_and_the_wall_holds(hos
                    work / "submitted" / "sleeper" / "toy" / "toy.ipynb")
     cli = [sys.executable, str(AUTOGRADER / "grade.py"), "grade", "toy", "--workdir", str(work),
            "--source", str(hostile["source"])]
-    env = {**os.environ, "HPCLAB_GRADE_WALL": "20"}
-    ours = ("hpclab-",)
-    before = {n for n in os.listdir(tempfile.gettempdir()) if n.startswith(ours)}
+    # the graders' temporary folder is this test's own, so that another grader on the
+    # machine cannot make or hide a leftover
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "HPCLAB_GRADE_WALL": "20", "TMPDIR": str(temp)}
     first = subprocess.Popen(cli, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, start_new_session=True)
     try:
@@ -494,8 +495,7 @@ def test_one_grader_at_a_time_a_killed_one_leaves_nothing_and_the_wall_holds(hos
         if first.poll() is None:
             os.killpg(first.pid, signal.SIGKILL)
             first.wait()
-    after = {n for n in os.listdir(tempfile.gettempdir()) if n.startswith(ours)}
-    assert not after - before, f"left in {tempfile.gettempdir()}: {sorted(after - before)}"
+    assert not list(temp.iterdir()), f"left in the temporary folder: {sorted(os.listdir(temp))}"
     third = subprocess.run(cli, env=env, capture_output=True, text=True, timeout=600)
     assert third.returncode == 0, third.stdout[-3000:] + third.stderr[-3000:]
     row = _rows(work)["sleeper"]
@@ -504,6 +504,15 @@ def test_one_grader_at_a_time_a_killed_one_leaves_nothing_and_the_wall_holds(hos
     entry = json.loads((work / "status.json").read_text())["toy"]["sleeper"]
     assert entry["seconds"] < 60, entry
     assert not (work / ".grading").exists()
+    # the killed grader's memory cgroups were removed by the next one
+    import cgroup
+    from hpclab.processes import alive
+
+    version, parent = cgroup._parent()
+    if version is not None:
+        left = [p.name for p in parent.glob(cgroup.PREFIX + "*")
+                if not alive(int(p.name[len(cgroup.PREFIX):].split("-")[0]))]
+        assert not left, left
 
 
 def _recording(cmd):
@@ -524,7 +533,6 @@ def test_a_grader_killed_while_recording_or_writing_feedback_leaves_a_course_tha
     written): nothing is left running or in /tmp, the statuses still read, and the next run
     grades the student with full marks and a page that shows no secret."""
     import signal
-    import tempfile
 
     work = tmp_path / "work"
     released = hostile["base"] / "course" / "labs" / "toy" / "toy.ipynb"
@@ -533,9 +541,11 @@ def test_a_grader_killed_while_recording_or_writing_feedback_leaves_a_course_tha
                    work / "submitted" / "good" / "toy" / "toy.ipynb")
     cli = [sys.executable, str(AUTOGRADER / "grade.py"), "grade", "toy", "--workdir", str(work),
            "--source", str(hostile["source"])]
-    before = {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("hpclab-")}
+    temp = tmp_path / "tmp"  # the graders' own temporary folder (see the test above)
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp)}
     first = subprocess.Popen(cli, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
+                             start_new_session=True, env=env)
     try:
         deadline = time.monotonic() + 240
         while not any("nbgraderapp" in c and marker(c)
@@ -549,11 +559,10 @@ def test_a_grader_killed_while_recording_or_writing_feedback_leaves_a_course_tha
         if first.poll() is None:
             os.killpg(first.pid, signal.SIGKILL)
             first.wait()
-    after = {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("hpclab-")}
-    assert not after - before, f"left in {tempfile.gettempdir()}: {sorted(after - before)}"
+    assert not list(temp.iterdir()), f"left in the temporary folder: {sorted(os.listdir(temp))}"
     if (work / "status.json").exists():
         json.loads((work / "status.json").read_text())
-    again = subprocess.run(cli, capture_output=True, text=True, timeout=600)
+    again = subprocess.run(cli, capture_output=True, text=True, timeout=600, env=env)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     row = _rows(work)["good"]
     assert float(row["score"]) == 2 and row["status"] == "graded, manual grading pending", row

@@ -28,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+from hpclab.processes import alive
+
 DEFAULT_DIR = Path("build") / "slurm"
 DAEMONS = ("munged", "slurmctld", "slurmd")
 PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "srun", "sinfo", "squeue", "sacct")
@@ -130,26 +132,11 @@ def _start(cmd, folder, name, env):
                             start_new_session=True, env=env)
 
 
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie child counts as gone
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-        return state != "Z"
-    except OSError:
-        return True
-
-
 def status(folder=DEFAULT_DIR):
     """{daemon: pid or None}, and the node's state in sinfo when slurmctld answers."""
     path = _pids_file(folder)
     pids = json.loads(path.read_text()) if path.exists() else {}
-    out = {d: (pids[d] if d in pids and _alive(pids[d]) else None) for d in DAEMONS}
+    out = {d: (pids[d] if d in pids and alive(pids[d]) else None) for d in DAEMONS}
     state = None
     if out["slurmctld"]:
         r = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True,
@@ -231,14 +218,14 @@ def _stop_pids(pids, grace=10.0):
             except (ProcessLookupError, PermissionError):
                 pass
         end = time.monotonic() + wait
-        while time.monotonic() < end and any(_alive(pids[d]) for d in order):
+        while time.monotonic() < end and any(alive(pids[d]) for d in order):
             for d in order:  # reap our own children
                 try:
                     os.waitpid(pids[d], os.WNOHANG)
                 except ChildProcessError:
                     pass
             time.sleep(0.2)
-        if not any(_alive(pids[d]) for d in order):
+        if not any(alive(pids[d]) for d in order):
             return
 
 

@@ -13,6 +13,8 @@ import os
 import time
 from pathlib import Path
 
+from hpclab.processes import alive
+
 SHM = "/dev/shm/"
 
 
@@ -84,17 +86,9 @@ class Leftovers:
         if not self.segments:
             return []
         deadline = time.monotonic() + seconds
-        while any(_alive(pid) for pid in self.pids) and time.monotonic() < deadline:
+        while any(alive(pid) for pid in self.pids) and time.monotonic() < deadline:
             time.sleep(0.05)
         return remove_orphans(self.segments)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
 
 
 def mapped_by_anyone() -> set[str]:

@@ -1,0 +1,199 @@
+"""A memory cgroup around one sandbox: all of a submission's processes capped together.
+
+The sandbox's per-process limit (address space, ``RLIMIT_AS``) does not bound what a
+submission uses in all: its kernel, its engines and whatever it forks each get the limit.
+A memory cgroup does: the kernel, the runner, the engines and their children are charged
+together (files written to the sandbox's memory-backed folders included), and past the
+limit the kernel's out-of-memory killer stops one of them, inside the cgroup only.
+
+Making one needs root (or a delegated cgroup): cgroup v2's ``memory.max``, else v1's
+``memory.limit_in_bytes`` (and ``memory.memsw.limit_in_bytes`` where swap is accounted),
+in this process's own cgroup, so that the container or session the grader runs in still
+counts the sandbox's memory. Where none can be made, :func:`create` returns None and the
+sandbox runs under the per-process limits alone, which the grader says.
+
+A group is named for the grader process that made it (``hpclab-grade-<pid>-<n>``); a
+grader killed before it removed its groups leaves them empty, and the next one removes
+them (:func:`remove_stale`).
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import time
+from pathlib import Path
+
+from hpclab.processes import alive
+
+PREFIX = "hpclab-grade-"
+_COUNT = itertools.count()
+
+
+def _mounts():
+    """(version, mount point) of the cgroup hierarchies that hold the memory controller."""
+    out = []
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        fields, rest = left.split(), right.split()
+        if len(fields) < 5 or len(rest) < 3:
+            continue
+        if rest[0] == "cgroup2":
+            controllers = Path(fields[4]) / "cgroup.controllers"
+            try:
+                if "memory" in controllers.read_text().split():
+                    out.append((2, Path(fields[4])))
+            except OSError:
+                pass
+        elif rest[0] == "cgroup" and "memory" in rest[2].split(","):
+            out.append((1, Path(fields[4])))
+    return sorted(out, key=lambda m: -m[0])
+
+
+def _own(version):
+    """This process's cgroup path in the hierarchy of that version ('/...')."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return "/"
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if (version == 2 and controllers == "") or \
+                (version == 1 and "memory" in controllers.split(",")):
+            return path or "/"
+    return "/"
+
+
+def _parent():
+    """(version, the folder new groups go in), or (None, why none can be made)."""
+    mounts = _mounts()
+    if not mounts:
+        return None, "no cgroup hierarchy with the memory controller is mounted"
+    why = "no writable memory cgroup"
+    for version, mount in mounts:
+        own = mount / _own(version).lstrip("/")
+        parent = own if own.is_dir() else mount
+        if version == 2:
+            try:
+                if "memory" not in (parent / "cgroup.subtree_control").read_text().split():
+                    (parent / "cgroup.subtree_control").write_text("+memory")
+            except OSError as exc:
+                why = f"cannot enable the memory controller below {parent} ({exc.strerror})"
+                continue
+        if os.access(parent, os.W_OK):
+            return version, parent
+        why = f"{parent} is not writable (grading as root makes memory cgroups)"
+    return None, why
+
+
+def available():
+    """(True, '') when a memory cgroup can be made here, else (False, why not)."""
+    version, parent = _parent()
+    return (version is not None), ("" if version is not None else str(parent))
+
+
+class MemoryGroup:
+    """One cgroup with a memory limit. :meth:`join` (in the sandbox's first process,
+    before it starts anything) puts a process in it; :meth:`remove` ends what is left in
+    it and removes it."""
+
+    def __init__(self, path: Path, version: int, limit: int):
+        self.path, self.version, self.limit = path, version, limit
+
+    def join(self, pid: int | None = None) -> None:
+        (self.path / "cgroup.procs").write_text(str(pid or os.getpid()))
+
+    def pids(self) -> list[int]:
+        try:
+            return [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
+        except (OSError, ValueError):
+            return []
+
+    def oom_kills(self) -> int:
+        """How many processes the out-of-memory killer stopped in this group."""
+        name = "memory.events" if self.version == 2 else "memory.oom_control"
+        try:
+            for line in (self.path / name).read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+        except (OSError, ValueError):
+            pass
+        if self.version == 1:  # kernels without oom_kill in oom_control: the limit was hit
+            try:
+                return int((self.path / "memory.failcnt").read_text()) > 0
+            except (OSError, ValueError):
+                return 0
+        return 0
+
+    def remove(self) -> None:
+        _remove(self.path)
+
+
+def _remove(path):
+    for _ in range(50):
+        try:
+            pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
+        except (OSError, ValueError):
+            pids = []
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.05)
+
+
+def remove_stale(parent: Path | None = None) -> int:
+    """Remove the groups of graders that are no longer running; how many were removed."""
+    if parent is None:
+        version, parent = _parent()
+        if version is None:
+            return 0
+    n = 0
+    for path in Path(parent).glob(PREFIX + "*"):
+        try:
+            pid = int(path.name[len(PREFIX):].split("-")[0])
+        except ValueError:
+            continue
+        if not alive(pid):
+            _remove(path)
+            n += 1
+    return n
+
+
+def create(limit: int) -> MemoryGroup | None:
+    """A new group capped at ``limit`` bytes (swap included where it is accounted), or None
+    where none can be made."""
+    version, parent = _parent()
+    if version is None:
+        return None
+    remove_stale(parent)
+    path = parent / f"{PREFIX}{os.getpid()}-{next(_COUNT)}"
+    try:
+        path.mkdir()
+    except OSError:
+        return None
+    try:
+        if version == 2:
+            (path / "memory.max").write_text(str(limit))
+            if (path / "memory.swap.max").exists():
+                (path / "memory.swap.max").write_text("0")
+        else:
+            (path / "memory.limit_in_bytes").write_text(str(limit))
+            if (path / "memory.memsw.limit_in_bytes").exists():
+                (path / "memory.memsw.limit_in_bytes").write_text(str(limit))
+    except OSError:
+        _remove(path)
+        return None
+    return MemoryGroup(path, version, limit)
