@@ -42,9 +42,16 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, special
+from scipy import optimize
 
-from hpclab.stats import FRACTION, NONNEGATIVE, POSITIVE, Domain, estimate_words
+from hpclab.stats import (
+    FRACTION,
+    NONNEGATIVE,
+    POSITIVE,
+    Domain,
+    estimate_words,
+    t_quantile,
+)
 
 
 class FitError(ValueError):
@@ -429,7 +436,7 @@ def fit(model, x, y, sigma=None, p0=None):
         popt = np.asarray(model.canonical(*popt), dtype=float)
     dof = x.shape[-1] - len(popt)
     stderr = np.sqrt(np.clip(np.diag(pcov), 0, np.inf))
-    t = special.stdtrit(dof, 0.975)  # Student t quantile, without importing scipy.stats
+    t = t_quantile(0.975, dof)
     pred = model.func(x, *popt)
     residuals = y - pred
     ss_tot = np.sum((y - y.mean()) ** 2)

@@ -110,7 +110,7 @@ def size_axis(ax, which="x"):
 def fit_band(fit, x):
     """(prediction, low, high) of a fit at x: the 95% band of the fitted line (delta
     method with the fit's covariance and Student t quantile)."""
-    from scipy import stats
+    from hpclab.stats import t_quantile
 
     x = np.asarray(x, dtype=float)
     names = list(fit.params)
@@ -124,7 +124,7 @@ def fit_band(fit, x):
         grads.append((fit.model(x, *q) - pred) / h)
     J = np.array(grads)
     var = np.einsum("in,ij,jn->n", J, fit.covariance, J)
-    t = stats.t.ppf(0.975, max(fit.dof, 1))
+    t = t_quantile(0.975, max(fit.dof, 1))
     half = t * np.sqrt(np.clip(var, 0, np.inf))
     return pred, pred - half, pred + half
 

@@ -68,7 +68,7 @@ def first_shape(df):
 def serial_fraction(df, impl="c", distribution="none", shape=None, kind="strong", nprocs=1):
     """s from the phase times: (create + distribute + collect) / total, per repetition at
     P = nprocs; the mean with its 95% t-interval over the repetitions (none from one)."""
-    from scipy import stats
+    from hpclab.stats import t_quantile
 
     shape = shape or first_shape(df)
     w = _reps(df, kind, impl, distribution, shape, nprocs)
@@ -76,7 +76,7 @@ def serial_fraction(df, impl="c", distribution="none", shape=None, kind="strong"
     mean = float(s.mean())
     low = high = np.nan
     if s.size >= 2:
-        half = stats.t.ppf(0.975, s.size - 1) * s.std(ddof=1) / np.sqrt(s.size)
+        half = t_quantile(0.975, s.size - 1) * s.std(ddof=1) / np.sqrt(s.size)
         low, high = mean - half, mean + half
     words = hstats.estimate_words(
         mean, low, high, "", "serial fraction", 3, name="s", domain=models.AMDAHL.domain("s"),
