@@ -235,3 +235,29 @@ def test_the_memory_groups_of_a_grader_that_died_are_removed():
     assert mine is not None and not stale.exists()  # a new group sweeps the dead ones
     mine.remove()
     assert not mine.path.exists()
+
+
+def test_memory_mounted_in_a_namespace_of_the_submissions_own_counts_against_its_limit():
+    """Graded as root, a submission can make a user namespace and mount memory there; what it
+    writes to it is charged to its cgroup like the rest: 720 MiB in 60 MiB files (each under
+    the file-size limit) do not fit under a cap of 384 MiB."""
+    why = _cgroup_missing()
+    if why:
+        pytest.skip(why)
+    import nbformat
+
+    import sandbox
+
+    sh = ("mkdir -p m && mount -t tmpfs -o size=2g none m && for i in $(seq 12); do "
+          "head -c 60M /dev/zero > m/x$i || exit 1; done; du -sh m")
+    code = (f"import subprocess\nr = subprocess.run(['unshare', '-Urm', 'sh', '-c', {sh!r}], "
+            "capture_output=True, text=True)\nprint(r.returncode, r.stdout, r.stderr)")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    result = sandbox.run(nb, sandbox.Limits(wall=90, cell=60, memory_total=384 << 20),
+                         log=lambda *a: None)
+    text = "".join(o.get("text", "") for o in result.notebook.cells[0].get("outputs", []))
+    if "unshare:" in text or "mount:" in text:
+        pytest.skip(f"no user namespace with mounts here: {text.strip()[:200]}")
+    assert "memory limit of the whole submission (0.375 GiB" in result.reason, (result, text)
