@@ -56,6 +56,9 @@ $(STAMP): pyproject.toml setup.py $(KERNEL_SOURCES) $(MARCH_FILE)
 	    echo "Run with PYTHON=/path/to/python3.x"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || \
 	  { echo "cannot create $(VENV): install the venv module (Debian/Ubuntu: apt-get install python3-venv)"; exit 1; }
+	@# an older checkout's kernel folders (src/hpclab/kernels/<slug>, now in chapters/): only
+	@# their untracked build products are left, which would shadow nothing but confuse imports
+	@for d in src/hpclab/kernels/*/; do test -e "$${d}__init__.py" || rm -rf "$$d"; done
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "setuptools>=77" "cython>=3" "mpi4py>=4" "numpy>=1.24" $(MPI_PKG)
 	$(BIN)/python -m pip install -q --no-build-isolation -e ".[$(EXTRAS)]"

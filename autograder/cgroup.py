@@ -18,8 +18,10 @@ them (:func:`remove_stale`).
 """
 from __future__ import annotations
 
+import errno
 import itertools
 import os
+import secrets
 import signal
 import time
 from pathlib import Path
@@ -31,7 +33,8 @@ _COUNT = itertools.count()
 
 
 def _mounts():
-    """(version, mount point) of the cgroup hierarchies that hold the memory controller."""
+    """(version, mount point, the hierarchy's path that is mounted there) of the cgroup
+    hierarchies that hold the memory controller."""
     out = []
     try:
         lines = Path("/proc/self/mountinfo").read_text().splitlines()
@@ -46,11 +49,11 @@ def _mounts():
             controllers = Path(fields[4]) / "cgroup.controllers"
             try:
                 if "memory" in controllers.read_text().split():
-                    out.append((2, Path(fields[4])))
+                    out.append((2, Path(fields[4]), fields[3]))
             except OSError:
                 pass
         elif rest[0] == "cgroup" and "memory" in rest[2].split(","):
-            out.append((1, Path(fields[4])))
+            out.append((1, Path(fields[4]), fields[3]))
     return sorted(out, key=lambda m: -m[0])
 
 
@@ -74,15 +77,24 @@ def _parent():
     if not mounts:
         return None, "no cgroup hierarchy with the memory controller is mounted"
     why = "no writable memory cgroup"
-    for version, mount in mounts:
-        own = mount / _own(version).lstrip("/")
+    for version, mount, root in mounts:
+        # this process's cgroup, relative to what is mounted (a container may mount a part)
+        path = _own(version)
+        if root != "/" and (path == root or path.startswith(root.rstrip("/") + "/")):
+            path = path[len(root.rstrip("/")):]
+        own = mount / path.lstrip("/")
         parent = own if own.is_dir() else mount
         if version == 2:
+            # cgroup v2 enables a controller for the children of a group only when the group
+            # itself holds no process (but for the root): the grader's own group, under
+            # systemd or in a container, usually does. Then no cap is made here (the grader
+            # says so); a delegated group with the grader in a leaf of its own is needed.
             try:
                 if "memory" not in (parent / "cgroup.subtree_control").read_text().split():
                     (parent / "cgroup.subtree_control").write_text("+memory")
             except OSError as exc:
-                why = f"cannot enable the memory controller below {parent} ({exc.strerror})"
+                why = (f"cgroup v2 cannot enable the memory controller below {parent} "
+                       f"({exc.strerror}): it holds processes, the grader's own among them")
                 continue
         if os.access(parent, os.W_OK):
             return version, parent
@@ -123,18 +135,14 @@ class MemoryGroup:
                     return int(value)
         except (OSError, ValueError):
             pass
-        if self.version == 1:  # kernels without oom_kill in oom_control: the limit was hit
-            try:
-                return int((self.path / "memory.failcnt").read_text()) > 0
-            except (OSError, ValueError):
-                return 0
-        return 0
+        return 0  # a kernel too old to count its kills: the reason then cannot say it
 
     def remove(self) -> None:
         _remove(self.path)
 
 
 def _remove(path):
+    """End the processes left in a group and remove it; True when it is gone."""
     for _ in range(50):
         try:
             pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
@@ -147,11 +155,14 @@ def _remove(path):
                 pass
         try:
             path.rmdir()
-            return
+            return True
         except FileNotFoundError:
-            return
-        except OSError:
+            return True
+        except OSError as exc:
+            if exc.errno != errno.EBUSY:  # not ours to remove: do not wait for it
+                return False
             time.sleep(0.05)
+    return False
 
 
 def remove_stale(parent: Path | None = None) -> int:
@@ -166,8 +177,7 @@ def remove_stale(parent: Path | None = None) -> int:
             pid = int(path.name[len(PREFIX):].split("-")[0])
         except ValueError:
             continue
-        if not alive(pid):
-            _remove(path)
+        if not alive(pid) and _remove(path):
             n += 1
     return n
 
@@ -179,7 +189,8 @@ def create(limit: int) -> MemoryGroup | None:
     if version is None:
         return None
     remove_stale(parent)
-    path = parent / f"{PREFIX}{os.getpid()}-{next(_COUNT)}"
+    # the grader's pid, then a count and a random part: a reused pid never meets a stale name
+    path = parent / f"{PREFIX}{os.getpid()}-{next(_COUNT)}-{secrets.token_hex(3)}"
     try:
         path.mkdir()
     except OSError:

@@ -334,6 +334,7 @@ def _grade(names, timeout, course, students, force, jobs, scratch):
     mode, why = sandbox.isolation()
     print(f"sandbox: {mode}" + (f" ({why})" if why else "") + f"; {jobs} at a time")
     capped, why_not = cgroup.available()
+    cgroup.remove_stale()  # a killed grader's groups, and what escaped into them
     if capped:
         total = sandbox.Limits.from_env().memory_total / (1 << 30)
         print(f"memory of each submission, all its processes together: at most {total:g} GiB")

@@ -366,6 +366,9 @@ def run(nb, limits, files_from=None, log=print, values=()):
     t0 = time.monotonic()
     try:
         group = cgroup.create(limits.memory_total)
+        if group is None and cgroup.available()[0]:
+            log("no memory cgroup could be made for this submission: its memory is capped "
+                "per process only")
         for sub in ("work", "tmp", "runner", "files"):
             (box / sub).mkdir()
         for name in ("run_notebook.py", "judge.py", "kernel_side.py"):

@@ -25,6 +25,7 @@ AUTOGRADER = ROOT / "autograder"
 sys.path.insert(0, str(AUTOGRADER))
 
 import sandbox  # noqa: E402
+from hpclab.processes import alive  # noqa: E402
 
 WALL = 15  # seconds per submission in this test
 # files and output a submission may write in this test: small, so that the submissions that
@@ -439,13 +440,6 @@ def test_export_runs_nothing(hostile, tmp_path):
     assert _rows(work)["good"]["score"] == _rows(hostile["work"])["good"]["score"]
 
 
-def _alive(pid):
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
-    except OSError:
-        return False
-
-
 def _kill_grader(grader, started):
     """SIGKILL the grader alone, as an instructor's kill -9 would; what of ``started`` (its
     processes before the kill) is still alive 15 s later."""
@@ -454,9 +448,9 @@ def _kill_grader(grader, started):
     os.kill(grader.pid, signal.SIGKILL)
     grader.communicate()
     deadline = time.monotonic() + 15
-    while any(_alive(p) for p in started) and time.monotonic() < deadline:
+    while any(alive(p) for p in started) and time.monotonic() < deadline:
         time.sleep(0.2)
-    return [started[p] for p in started if _alive(p)]
+    return [started[p] for p in started if alive(p)]
 
 
 def test_one_grader_at_a_time_a_killed_one_leaves_nothing_and_the_wall_holds(hostile, tmp_path):

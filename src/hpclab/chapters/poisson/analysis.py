@@ -100,7 +100,7 @@ def power_law(x, y):
     if x.size < 3:
         raise models.FitError(f"{x.size} points for 2 parameters is not a fit")
     res = sps.linregress(np.log(x), np.log(y))
-    half = sps.t.ppf(0.975, x.size - 2) * res.stderr
+    half = stats.t_quantile(0.975, x.size - 2) * res.stderr
     return res.slope, (res.slope - half, res.slope + half), x.size
 
 

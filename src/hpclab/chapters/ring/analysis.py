@@ -307,8 +307,6 @@ CANNOT_SHOW = (("the jump at a socket boundary", {"sockets": 2}),
 
 def numbers(df, fits_table, pp, orfeo, node):
     """Every number the chapter's text quotes, computed (name -> value)."""
-    from scipy import stats
-
     from hpclab import stats as hstats
 
     lam = fits_table.set_index(["impl", "variant"])["lambda"]
@@ -344,7 +342,7 @@ def numbers(df, fits_table, pp, orfeo, node):
         "ours_ratio_vs_orfeo_words": hstats.estimate_words(
             ratio[0] / o_ratio, ratio[1] / o_ratio, ratio[2] / o_ratio, "", "ratio",
             value_unit="times ORFEO's intranode ratio", name="the ratio"),
-        "t_quantile": stats.t.ppf(0.975, max(int(fits_table["points"].max()) - 1, 1)),
+        "t_quantile": hstats.t_quantile(0.975, max(int(fits_table["points"].max()) - 1, 1)),
         "t_dof_words": machine.count_words(max(int(fits_table["points"].max()) - 1, 1),
                                       "degree of freedom", "degrees of freedom"),
         "ring2_us": float(small[(small["impl"] == "c") & (small["nprocs"] == min(2, pmax))

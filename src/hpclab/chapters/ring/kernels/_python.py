@@ -58,9 +58,10 @@ def _exchange(cart, rank, size, left, right, variant, sr, sl, rr, rl):
 def run_python(comm, variant, nbytes, warmup, iterations, repetitions, hugepages):
     """The two-way ring of report 001: every rank sends a message of ``nbytes`` to both
     neighbours of a periodic ring, ``size`` steps, each step passing on what it received
-    (and adding its rank to the first element), until every message is home. ``variant``
-    says how one step exchanges (one of ``VARIANTS``: sendrecv, non-blocking, ordered
-    synchronous sends, ...).
+    (the rank adds itself to the first element of what goes right and subtracts itself from
+    what goes left, but for the last step), until every message is home. ``variant`` is an
+    index into ``VARIANTS`` (ssend_ordered, send, isend, irecv, sendrecv, naive): how one
+    step exchanges.
     Returns the time of one whole ring per repetition (the slowest rank's); raises
     RingError on every rank when a sum or a message that came home is wrong."""
     name = VARIANTS[variant]
