@@ -519,13 +519,12 @@ def _writing_feedback(cmd):
     return " generate_feedback " in cmd
 
 
-@pytest.mark.parametrize("step, marker", [("recording", _recording),
-                                          ("feedback", _writing_feedback)])
 def test_a_grader_killed_while_recording_or_writing_feedback_leaves_a_course_that_grades(
-        hostile, tmp_path, step, marker):
-    """Killed in the steps after the sandboxes (the gradebook and the feedback being
-    written): nothing is left running or in /tmp, the statuses still read, and the next run
-    grades the student with full marks and a page that shows no secret."""
+        hostile, tmp_path):
+    """Killed in the steps after the sandboxes, one after the other in one course: while the
+    gradebook is written, then (the next grader) while the feedback is written. After each
+    kill nothing is left running or in the temporary folder and the statuses still read; the
+    run after them grades the student with full marks and a page that shows no secret."""
     import signal
 
     work = tmp_path / "work"
@@ -538,24 +537,25 @@ def test_a_grader_killed_while_recording_or_writing_feedback_leaves_a_course_tha
     temp = tmp_path / "tmp"  # the graders' own temporary folder (see the test above)
     temp.mkdir()
     env = {**os.environ, "TMPDIR": str(temp)}
-    first = subprocess.Popen(cli, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True, env=env)
-    try:
-        deadline = time.monotonic() + 240
-        while not any("nbgraderapp" in c and marker(c)
-                      for c in _descendants(first.pid).values()):
-            assert first.poll() is None and time.monotonic() < deadline, \
-                (step, first.communicate())
-            time.sleep(0.05)
-        assert not _kill_grader(first, _descendants(first.pid, True)), \
-            "the killed grader left these"
-    finally:
-        if first.poll() is None:
-            os.killpg(first.pid, signal.SIGKILL)
-            first.wait()
-    assert not list(temp.iterdir()), f"left in the temporary folder: {sorted(os.listdir(temp))}"
-    if (work / "status.json").exists():
-        json.loads((work / "status.json").read_text())
+    for step, marker in (("recording", _recording), ("feedback", _writing_feedback)):
+        first = subprocess.Popen(cli, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, start_new_session=True, env=env)
+        try:
+            deadline = time.monotonic() + 240
+            while not any("nbgraderapp" in c and marker(c)
+                          for c in _descendants(first.pid).values()):
+                assert first.poll() is None and time.monotonic() < deadline, \
+                    (step, first.communicate())
+                time.sleep(0.05)
+            assert not _kill_grader(first, _descendants(first.pid, True)), \
+                (step, "the killed grader left these")
+        finally:
+            if first.poll() is None:
+                os.killpg(first.pid, signal.SIGKILL)
+                first.wait()
+        assert not list(temp.iterdir()), (step, sorted(os.listdir(temp)))
+        if (work / "status.json").exists():
+            json.loads((work / "status.json").read_text())
     again = subprocess.run(cli, capture_output=True, text=True, timeout=600, env=env)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     row = _rows(work)["good"]
