@@ -12,8 +12,9 @@
 Submissions are read from ``<workdir>/submitted/<student>/<lab>/`` (workdir: autograder/
 unless --workdir). Each one is executed in a sandbox (sandbox.py: no view of the course,
 the gradebook or other submissions, no network, limits on memory, processes, CPU, output
-and wall time); the gradebook is written only by this process, after the run, and copied
-to ``<workdir>/backups/`` before every grading run. What happened to each submission
+and wall time); the gradebook is written by one step at a time, in a worker process of this
+grader (worker.py), after the runs, and copied to ``<workdir>/backups/`` before every
+grading run. What happened to each submission
 (graded, failed, timed out, ungradable; manual grading pending and late come from the
 gradebook) is kept in ``<workdir>/status.json`` and exported beside its score.
 """
@@ -121,6 +122,34 @@ class Course:
                     f"the grading worker died: {exc!r}"))
         future.add_done_callback(finish)
         return done
+
+    def step(self, workers, kind, lab, student=None, options=(), env=None,
+             timeout=NBGRADER_TIMEOUT):
+        """One nbgrader step that runs no student code (worker.step: generate_assignment,
+        autograde or generate_feedback), with this course's options and ``options`` over
+        them, in a worker of ``workers`` (_Workers), where nbgrader is loaded already: its
+        command line would cost a new Python and 2.5 s of imports. A CompletedProcess:
+        returncode 0 when it succeeded, its log as stdout. A step still running after
+        ``timeout`` seconds is stopped with the workers."""
+        import worker
+
+        given = {a.split("=", 1)[0] for a in options}
+        mine = [a for a in self.args if a.split("=", 1)[0] not in given]
+        what = [kind, lab] + ([student] if student else [])
+        try:
+            future = workers.get().submit(worker.step, kind, lab, student,
+                                          [*mine, *options], env or {})
+            res = future.result(timeout=timeout)
+        except concurrent.futures.TimeoutError:
+            workers.stop()
+            return subprocess.CompletedProcess(what, -9, f"[stopped after {timeout} s]")
+        except Exception as exc:  # the worker died under it
+            workers.stop()
+            return subprocess.CompletedProcess(what, WORKER_DIED,
+                                               f"the grading worker died: {exc!r}")
+        return subprocess.CompletedProcess(
+            what, 0 if res["success"] else 1,
+            "\n".join(x for x in (res["log"], res["error"]) if x))
 
     def nbgrader(self, *args, timeout=NBGRADER_TIMEOUT, env=None, check=True):
         """nbgrader with this course's options; an option in ``args`` replaces the course's."""
@@ -234,7 +263,8 @@ def _errors(log):
     raised = re.findall(r"\b[\w.]*(?:Error|Exception): [^\n]*", log)
     if raised:  # without the module path: NotJSONError: ...
         return re.sub(r"^(?:\w+\.)+", "", raised[-1].strip())[:300]
-    lines = [line.split("]", 1)[-1].strip() for line in log.splitlines() if "| ERROR]" in line]
+    lines = [line.split("]", 1)[-1].strip() for line in log.splitlines()
+             if re.match(r"\[(?:\w+ \| )?ERROR\]", line)]
     return "; ".join(dict.fromkeys(x for x in lines if x))[:300] or log.strip()[-300:]
 
 
@@ -295,9 +325,9 @@ def grade(names, timeout=None, course=None, students=None, force=False, jobs=Non
     ``force``; only ``students`` when given), write feedback, then export.
 
     One grader at a time per course folder (lock.py). Each submission is checked first
-    (screen.py), then run on its own: its own nbgrader process, its own sandbox, ``jobs`` of
-    them side by side; its status comes from that run only. The class is then recorded in
-    the gradebook by one nbgrader process, which runs nothing. Returns 1 when any
+    (screen.py), then run on its own: its own nbgrader autograde (in a worker), its own
+    sandbox, ``jobs`` of them side by side; its status comes from that run only. The class
+    is then recorded in the gradebook by one nbgrader step, which runs nothing. Returns 1 when any
     submission could not be graded or its feedback not written (each is listed), else 0.
     """
     import lock
@@ -370,18 +400,19 @@ def _grade(names, timeout, course, students, force, jobs, scratch):
                 todo[student] = digest
         if todo:
             plans[name] = todo
-    if plans:
-        # record the assignments in the gradebook without touching labs/: one nbgrader run
-        # ("*") when every lab of the source folder is graded, else one per lab, so that a
-        # lab nobody was graded on yet stays out of the gradebook and the exports
-        every = {p.name for p in course.source_dir.iterdir() if list(p.glob("*.ipynb"))}
+    # record the assignments in the gradebook without touching labs/: one nbgrader run ("*")
+    # when every lab of the source folder is graded, else one per lab, so that a lab nobody
+    # was graded on yet stays out of the gradebook and the exports
+    every = {p.name for p in course.source_dir.iterdir() if list(p.glob("*.ipynb"))}
+    pool = _Workers(jobs)
+    try:
         with tempfile.TemporaryDirectory(dir=scratch) as tmp:
             for which in (["*"] if len(plans) > 1 and set(plans) == every else plans):
-                course.nbgrader("generate_assignment", which, "--force",
-                                f"--CourseDirectory.release_directory={tmp}",
+                r = course.step(pool, "generate_assignment", which,
+                                options=[f"--CourseDirectory.release_directory={tmp}"],
                                 env={"TMPDIR": str(scratch)})
-    pool = _Workers(jobs) if plans else None
-    try:
+                if r.returncode:
+                    raise SystemExit(f"nbgrader generate_assignment {which} failed:\n{r.stdout}")
         for name, todo in plans.items():
             lab = _Lab(course, name, wall_budget(name, timeout), scratch / name, pool)
             lab.grade(todo, status, failures)
@@ -393,8 +424,7 @@ def _grade(names, timeout, course, students, force, jobs, scratch):
             print(f"{name}: {len(todo)} submission(s) graded: " +
                   ", ".join(f"{v} {k}" for k, v in sorted(counts.items())), flush=True)
     finally:
-        if pool is not None:
-            pool.stop()
+        pool.stop()
     save_status(course, status)
     export(course)
     for student, name, what, log in failures:
@@ -514,23 +544,22 @@ class _Lab:
 
     def _record(self, students, executed):
         """Record ``students`` (run already) in the course's gradebook, in one nbgrader
-        process that runs nothing; the students whose autograded notebook is missing after
+        step that runs nothing; the students whose autograded notebook is missing after
         it, each with its own nbgrader log."""
         stage = self.scratch / "record"
         for student in students:
             self._copy(student, stage)
             shutil.rmtree(self.workdir / "autograded" / student / self.name, ignore_errors=True)
         env = {**self.env, "HPCLAB_GRADE_EXECUTED": str(executed)}
-        args = ("autograde", self.name, "--force",
-                f"--CourseDirectory.submitted_directory={stage}")
-        r = self.course.nbgrader(*args, env=env, check=False,
-                                 timeout=NBGRADER_TIMEOUT + 10 * len(students))
+        options = [f"--CourseDirectory.submitted_directory={stage}"]
+        r = self.course.step(self.pool, "autograde", self.name, "*", options, env,
+                             timeout=NBGRADER_TIMEOUT + 10 * len(students))
         missing = {}
         for student in students:
             done = self.workdir / "autograded" / student / self.name / self.notebook
             if not done.exists():
-                one = r if len(students) == 1 else self.course.nbgrader(
-                    *args, f"--CourseDirectory.student_id={student}", env=env, check=False)
+                one = r if len(students) == 1 else self.course.step(
+                    self.pool, "autograde", self.name, student, options, env)
                 if not done.exists():
                     missing[student] = one.stdout
         return missing
@@ -632,19 +661,16 @@ class _Lab:
         for student in graded:
             shutil.rmtree(self.workdir / "feedback" / student / name, ignore_errors=True)
         pattern = graded[0] if len(graded) == 1 else "*"
-        fb = self.course.nbgrader("generate_feedback", name, "--force",
-                                  f"--CourseDirectory.student_id={pattern}", check=False,
-                                  env={"TMPDIR": str(self.scratch)})
+        env = {"TMPDIR": str(self.scratch)}
+        fb = self.course.step(self.pool, "generate_feedback", name, pattern, env=env)
         for student in graded:
             entry = entries[student]
             notes = [entry["reason"]] if entry["reason"] else []
             page = self.workdir / "feedback" / student / name / self.notebook.replace(
                 ".ipynb", ".html")
             if fb.returncode or not page.exists():
-                log = fb.stdout if len(graded) == 1 else self.course.nbgrader(
-                    "generate_feedback", name, "--force",
-                    f"--CourseDirectory.student_id={student}", check=False,
-                    env={"TMPDIR": str(self.scratch)}).stdout
+                log = fb.stdout if len(graded) == 1 else self.course.step(
+                    self.pool, "generate_feedback", name, student, env=env).stdout
                 if not page.exists() or len(graded) == 1:
                     notes.append("feedback could not be written")
                     failures.append((student, name, "was graded, but its feedback could not be "

@@ -1,13 +1,17 @@
-"""Autograde submissions one by one in a process that loaded nbgrader once.
+"""nbgrader's steps in processes that loaded nbgrader once.
 
-grade.py starts ``--jobs`` of these (a process pool) for the first step of grading, which
-runs each submission in its sandbox against a course folder of its own. Starting nbgrader
-costs about 2.5 s of imports here, paid once per worker instead of once per submission.
-Each call is nbgrader's own autograde (its API, as the formgrader calls it), with the
-log of that submission only. A worker dies with the grader that started it.
+grade.py starts ``--jobs`` of these (a process pool). They run each submission in its
+sandbox against a course folder of its own, then the steps that run no student code:
+recording the assignments, recording the class in the gradebook, writing the feedback.
+Starting nbgrader costs about 2.5 s of imports, and creating a gradebook 4 s more (nbgrader
+runs the ``alembic`` command for its schema version; here it is read in this process),
+paid once per worker instead of once per step. Each call is one of nbgrader's own steps
+(its API, as the formgrader calls it), with the log of that step only. A worker dies with
+the grader that started it, and names itself for the step it runs (``ps -o comm``).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import warnings
@@ -36,10 +40,13 @@ def init(slots=None):
     from sqlalchemy.exc import SAWarning
 
     warnings.filterwarnings("ignore", category=SAWarning)
+    import nbgrader.api
     from nbgrader.apps.api import NbGraderAPI  # noqa: F401  (the import is the cost)
     from traitlets.config.loader import PyFileConfigLoader
 
     _config = PyFileConfigLoader("nbgrader_config.py", path=str(HERE)).load_config()
+    nbgrader.api.get_alembic_version = _alembic_head
+    _title("hpclab-worker")
 
 
 def _with(config, options):
@@ -54,13 +61,10 @@ def _with(config, options):
     return out
 
 
-def autograde(lab, student, options, env):
-    """nbgrader autograde of one student, with ``options`` (--Section.name=value) on top of
-    the course's configuration and ``env`` set for the sandbox; {"success", "log", "error"}."""
+@contextlib.contextmanager
+def _inside(env):
+    """In the autograder folder with ``env`` set (TMPDIR included), for one nbgrader run."""
     import tempfile
-
-    from nbgrader.apps.api import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
 
     before = {key: os.environ.get(key) for key in env}
     os.environ.update(env)
@@ -68,12 +72,7 @@ def autograde(lab, student, options, env):
     cwd = os.getcwd()
     os.chdir(HERE)
     try:
-        config = _with(_config, options)
-        coursedir = CourseDirectory(config=config)
-        api = NbGraderAPI(coursedir, config=config)
-        result = api.autograde(lab, student, force=True, create=True)
-    except Exception as exc:  # nbgrader could not even start on it: that is its result
-        result = {"success": False, "log": "", "error": f"{type(exc).__name__}: {exc}"}
+        yield
     finally:
         os.chdir(cwd)
         for key, value in before.items():
@@ -82,5 +81,82 @@ def autograde(lab, student, options, env):
             else:
                 os.environ[key] = value
         tempfile.tempdir = None
+
+
+PR_SET_NAME = 15
+
+
+def _title(name):
+    """Name this process ``name`` (its comm: ``ps -o comm`` shows it; 15 bytes at most)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NAME, name.encode()[:15], 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+@contextlib.contextmanager
+def _titled(step):
+    """While a step runs, the worker is named for it: hpclab-autograde, hpclab-record,
+    hpclab-feedback or hpclab-release; hpclab-worker otherwise."""
+    _title(f"hpclab-{step}"[:15])
+    try:
+        yield
+    finally:
+        _title("hpclab-worker")
+
+
+def _api(options):
+    from nbgrader.apps.api import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    config = _with(_config, options)
+    return NbGraderAPI(CourseDirectory(config=config), config=config)
+
+
+def _result(result):
     return {"success": bool(result.get("success")), "log": result.get("log") or "",
             "error": result.get("error") or ""}
+
+
+def autograde(lab, student, options, env):
+    """nbgrader autograde of one student, with ``options`` (--Section.name=value) on top of
+    the course's configuration and ``env`` set for the sandbox; {"success", "log", "error"}."""
+    return step("autograde", lab, student, options, env)
+
+
+def step(kind, lab, student, options, env):
+    """One of nbgrader's steps as its command line would run it, in this process (nbgrader
+    is loaded already): ``generate_assignment`` of ``lab`` (a name, or "*"), ``autograde``
+    or ``generate_feedback`` of ``student`` (an id, or "*"); {"success", "log", "error"}."""
+    if kind == "autograde":
+        title = "record" if student == "*" else "autograde"
+    else:
+        title = {"generate_assignment": "release", "generate_feedback": "feedback"}.get(kind, "")
+    with _inside(env), _titled(title):
+        try:
+            api = _api(options)
+            if kind == "generate_assignment":
+                result = api.generate_assignment(lab, force=True, create=True)
+            elif kind == "autograde":
+                result = api.autograde(lab, student, force=True, create=True)
+            elif kind == "generate_feedback":
+                result = api.generate_feedback(lab, student, force=True)
+            else:
+                raise ValueError(f"not an nbgrader step of the grader: {kind!r}")
+        except Exception as exc:  # nbgrader could not even start on it: that is its result
+            result = {"success": False, "log": "", "error": f"{type(exc).__name__}: {exc}"}
+    return _result(result)
+
+
+def _alembic_head():
+    """The head revision of nbgrader's gradebook schema, read here: nbgrader itself runs
+    the ``alembic`` command for it (4 s of a new Python) whenever it creates a gradebook."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+    from nbgrader.dbutil import ALEMBIC_DIR
+
+    config = Config()
+    config.set_main_option("script_location", ALEMBIC_DIR)
+    return ScriptDirectory.from_config(config).get_current_head()

@@ -249,18 +249,21 @@ def test_a_feedback_failure_is_reported_not_ignored(tmp_path, capsys, monkeypatc
     calls, generated = [], []
 
     class FakeCourse(grade.Course):
-        def nbgrader(self, *args, timeout=None, env=None, check=True):
+        def step(self, workers, kind, name, student=None, options=(), env=None, timeout=None):
             env = env or {}
-            if args[1] == lab:
-                calls.append((args[0], timeout, "HPCLAB_GRADE_EXECUTED" in env))
-            if args[0] == "generate_assignment":
-                generated.append(args[1])
-            if args[0] == "autograde" and "HPCLAB_GRADE_EXECUTED" in env:  # as nbgrader does
-                out = Path(self.workdir) / "autograded" / "dora" / args[1]
+            if name == lab:
+                calls.append((kind, timeout, "HPCLAB_GRADE_EXECUTED" in env))
+            if kind == "generate_assignment":
+                generated.append(name)
+            if kind == "autograde" and "HPCLAB_GRADE_EXECUTED" in env:  # as nbgrader does
+                out = Path(self.workdir) / "autograded" / "dora" / name
                 out.mkdir(parents=True, exist_ok=True)
-                (out / f"{args[1]}.ipynb").write_text("{}")
-            return sp.CompletedProcess(args, 1 if args[0] == "generate_feedback" else 0,
+                (out / f"{name}.ipynb").write_text("{}")
+            return sp.CompletedProcess([kind, name], 1 if kind == "generate_feedback" else 0,
                                        "feedback broke here")
+
+        def nbgrader(self, *args, **kwargs):
+            raise AssertionError(f"grading ran the nbgrader command: {args}")
 
         def submit_autograde(self, pool, name, student, options, env):  # as the sandbox does
             import concurrent.futures
