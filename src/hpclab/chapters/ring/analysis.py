@@ -136,6 +136,11 @@ def eager_probe(engines, sizes=None, timeout=None):
                              what="eager probe")[0])
 
 
+# the time limit of a ring that deadlocks: a ring of 2 ranks ends in milliseconds when it does
+# not, and mpiexec starts within a second or two
+DEADLOCK_SECONDS = 5.0
+
+
 def send_demo(last_ok, first_blocked, n, mpi_args=()):
     """The plain send ring run under a timeout just above and just below the eager limit:
     the words the chapter uses for what happened."""
@@ -145,7 +150,7 @@ def send_demo(last_ok, first_blocked, n, mpi_args=()):
         return {"blocked_verdict": "was not tried: every size was buffered",
                 "fine_verdict": "finished"}
     blocked = ring.demonstrate_deadlock(n=max(n, 2), variant="send", nbytes=first_blocked,
-                                        timeout=10, mpi_args=mpi_args)
+                                        timeout=DEADLOCK_SECONDS, mpi_args=mpi_args)
     fine = ring.demonstrate_deadlock(n=max(n, 2), variant="send", nbytes=last_ok,
                                      timeout=60, mpi_args=mpi_args)
     return {"blocked_verdict": "deadlocked and was stopped at its time limit"
