@@ -2,7 +2,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hpclab import models
+from hpclab import chapters, models
+from hpclab.chapters.amdahl import model as amdahl_model
+from hpclab.chapters.jacobi import model as jacobi_model
+from hpclab.chapters.poisson import model as poisson_model
+from hpclab.chapters.ring import model as ring_model
+
+# the shared laws and the chapters' own models
+ALL = {**models.MODELS, **chapters.models()}
 
 SIZES = np.array([0] + [2**k for k in range(23)], dtype=float)
 
@@ -14,9 +21,9 @@ def noisy(y, rel, seed):
 CASES = [
     (models.HOCKNEY, SIZES, {"lambda": 0.6e-6, "B": 9e9}),
     (models.EFFECTIVE_BANDWIDTH, SIZES[1:], {"lambda": 1.5e-6, "B": 1.2e10}),
-    (models.RING, np.arange(1, 17, dtype=float), {"lambda": 2e-6}),
-    (models.AMDAHL, np.arange(1, 25, dtype=float), {"s": 0.08}),
-    (models.GUSTAFSON, np.arange(1, 25, dtype=float), {"s": 0.3}),
+    (ring_model.MODEL, np.arange(1, 17, dtype=float), {"lambda": 2e-6}),
+    (amdahl_model.MODEL, np.arange(1, 25, dtype=float), {"s": 0.08}),
+    (amdahl_model.GUSTAFSON, np.arange(1, 25, dtype=float), {"s": 0.3}),
 ]
 
 
@@ -51,8 +58,8 @@ def _cg_table():
 
 
 MULTI = [
-    (models.JACOBI, _jacobi_table, {"t_update": 8.8e-9, "B": 6e9, "lambda": 1e-6}),
-    (models.CG_ITERATION, _cg_table, {"t_point": 4e-9, "t_row": 1e-8, "t_reduce": 3e-6}),
+    (jacobi_model.MODEL, _jacobi_table, {"t_update": 8.8e-9, "B": 6e9, "lambda": 1e-6}),
+    (poisson_model.MODEL, _cg_table, {"t_point": 4e-9, "t_row": 1e-8, "t_reduce": 3e-6}),
 ]
 
 
@@ -82,13 +89,13 @@ def test_models_of_several_variables_recover_known_parameters(model, table, trut
 
 def test_a_table_without_an_input_is_refused():
     with pytest.raises(models.FitError, match="needs the inputs L, N, k; missing k"):
-        models.fit(models.JACOBI, {"L": [1, 2, 3, 4], "N": [1, 2, 3, 4]}, [1, 2, 3, 4])
+        models.fit(jacobi_model.MODEL, {"L": [1, 2, 3, 4], "N": [1, 2, 3, 4]}, [1, 2, 3, 4])
     with pytest.raises(models.FitError, match="shape \\(2, points\\)"):
-        models.fit(models.CG_ITERATION, np.ones((3, 5)), np.ones(5))
+        models.fit(poisson_model.MODEL, np.ones((3, 5)), np.ones(5))
 
 
-@pytest.mark.parametrize("model,n", [(models.HOCKNEY, 2), (models.AMDAHL, 1),
-                                     (models.JACOBI, 3)])
+@pytest.mark.parametrize("model,n", [(models.HOCKNEY, 2), (amdahl_model.MODEL, 1),
+                                     (jacobi_model.MODEL, 3)])
 def test_as_many_points_as_parameters_is_not_a_fit(model, n):
     x = _jacobi_table().iloc[:n] if model.inputs else np.arange(1, n + 1, dtype=float)
     with pytest.raises(models.FitError, match="is not a fit"):
@@ -198,7 +205,7 @@ def test_roofline_bounds_by_memory_then_peak():
         r.bound(-1)
 
 
-@pytest.mark.parametrize("model", list(models.MODELS.values()), ids=list(models.MODELS))
+@pytest.mark.parametrize("model", list(ALL.values()), ids=list(ALL))
 def test_every_parameter_declares_its_physical_domain_and_fits_stay_inside(model):
     assert len(model.domains) == len(model.params)
     for param in model.params:
@@ -213,7 +220,7 @@ PHYSICAL = {"s": (0.0, 1.0, False), "B": (0.0, np.inf, True), "Bmax": (0.0, np.i
             "t_row": (0.0, np.inf, False), "t_reduce": (0.0, np.inf, False)}
 
 
-@pytest.mark.parametrize("model", list(models.MODELS.values()), ids=list(models.MODELS))
+@pytest.mark.parametrize("model", list(ALL.values()), ids=list(ALL))
 def test_each_domain_is_the_physical_one(model):
     for param in model.params:
         d = model.domain(param)
@@ -227,8 +234,8 @@ def test_a_fit_pushed_against_its_domain_says_so_in_words():
     """Times that fall as fast as the ideal speed-up: Amdahl's s would be negative, the
     bounded fit stops at 0, and the words say 'at the bound' with no negative number."""
     x = np.arange(1, 7, dtype=float)
-    fit = models.fit(models.AMDAHL, x, noisy(x * 1.02, 0.01, seed=1))
-    assert fit["s"] in models.AMDAHL.domain("s")
+    fit = models.fit(amdahl_model.MODEL, x, noisy(x * 1.02, 0.01, seed=1))
+    assert fit["s"] in amdahl_model.MODEL.domain("s")
     words = fit.words("s", "serial fraction", digits=3)
     assert "at the bound" in words and "do not determine s" in words, words
     assert "-" not in words.replace("−", "-").split("at the bound")[0]
@@ -246,6 +253,16 @@ def test_a_latency_below_the_data_is_at_the_bound_not_negative():
 
 def test_fit_words_quote_an_estimate_well_inside_its_domain_plainly():
     x = np.arange(1, 9, dtype=float)
-    fit = models.fit(models.AMDAHL, x, noisy(models.AMDAHL(x, 0.3), 0.01, seed=2))
+    fit = models.fit(amdahl_model.MODEL, x, noisy(amdahl_model.MODEL(x, 0.3), 0.01, seed=2))
     words = fit.words("s", "serial fraction", digits=3)
     assert words.startswith(f"{fit['s']:.3f} (95% interval "), words
+
+
+def test_models_are_found_by_name_shared_or_a_chapters_own():
+    assert {"hockney", "saturation", "ring", "amdahl", "gustafson", "jacobi",
+            "cg_iteration"} <= set(ALL)
+    for name, model in ALL.items():
+        assert models.get(name) is model
+    assert models.fit("ring", np.arange(1, 9.0), 2e-6 * np.arange(1, 9.0))["lambda"] > 0
+    with pytest.raises(ValueError, match="unknown model 'rign': choose one of .*ring"):
+        models.get("rign")

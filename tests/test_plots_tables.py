@@ -9,6 +9,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from hpclab import models, plots, tables  # noqa: E402
+from hpclab.chapters.ring import model as ring_model  # noqa: E402
 
 SIZES = np.array([0] + [2**k for k in range(16)], dtype=float)
 
@@ -44,7 +45,7 @@ def test_scaling_draws_points_fits_and_bands():
     pts = pd.DataFrame({"nprocs": np.tile(p, 2), "variant": ["a"] * 4 + ["b"] * 4,
                         "median": np.r_[2e-6 * p, 3e-6 * p]})
     pts["best"], pts["worst"] = pts["median"] * 0.9, pts["median"] * 1.1
-    fit = models.fit(models.RING, p, 2e-6 * p * (1 + 0.01 * np.cos(p)))
+    fit = models.fit(ring_model.MODEL, p, 2e-6 * p * (1 + 0.01 * np.cos(p)))
     ax = plots.scaling(pts, "nprocs", "variant", {"a": fit}, scale=1e6, xlabel="P",
                        ylabel="time [µs]")
     assert len(ax.collections) >= 1 and [t.get_text() for t in ax.get_legend().get_texts()]

@@ -7,7 +7,7 @@ import pytest
 
 import leftovers
 from hpclab import launch, models, records
-from hpclab.chapters.ring import analysis as exp, kernels as ring
+from hpclab.chapters.ring import analysis as exp, kernels as ring, model as ring_model
 
 
 def _ring_processes():
@@ -151,7 +151,7 @@ def test_a_lambda_interval_below_zero_is_cut_and_said(engine_run, monkeypatch):
     latency and says λ is not determined (seeded, synthetic: not this machine's numbers)."""
     rng = np.random.default_rng(3)
     p = np.array([1.0, 2.0, 3.0, 4.0])
-    scattered = models.fit(models.RING, p, np.abs(1e-7 * p + rng.normal(0, 2e-6, 4)))
+    scattered = models.fit(ring_model.MODEL, p, np.abs(1e-7 * p + rng.normal(0, 2e-6, 4)))
     lo, _ = scattered.ci95["lambda"]
     assert lo < 0, "the synthetic data should give an interval below zero"
     monkeypatch.setattr(exp, "fit", lambda *a, **k: scattered)

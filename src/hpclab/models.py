@@ -14,19 +14,15 @@ name                      formula                          x
 ========================  ===============================  ==================
 ``hockney``               T(n) = λ + n / B                 bytes n >= 0
 ``effective_bandwidth``   B_eff(n) = n / (λ + n / B)       bytes n > 0
-``ring``                  T(P) = λ · P                     ranks P >= 1
-``amdahl``                S(N) = 1 / (s + (1 - s) / N)     workers N >= 1
-``gustafson``             S(N) = N - s (N - 1)             workers N >= 1
 ``saturation``            B(n) = min(n b1, Bmax)           threads n >= 1
 ``saturation_smooth``     B(n) = Bmax (1 - exp(-n b1/Bmax))  threads n >= 1
-``jacobi``                P = L³N / (L³t + c/B + kλ)       L, N, k (see below)
-``cg_iteration``          T = t N²/P + r N h(P) + a ⌈log2 P⌉  N, P
 ========================  ===============================  ==================
 
-Models of several variables (``jacobi``, ``cg_iteration``) take ``x`` as a table:
-a DataFrame or dict with one column per input (their ``inputs``), or an array of
-shape (inputs, points). Everything else is the same: estimates, standard errors,
-intervals, residuals and R².
+A chapter's own models live in its folder (``hpclab.chapters.<slug>.model``: ``MODEL``
+and any other :class:`Model` there); :func:`get` finds them by name. A model of several
+variables takes ``x`` as a table: a DataFrame or dict with one column per input (its
+``inputs``), or an array of shape (inputs, points). Everything else is the same:
+estimates, standard errors, intervals, residuals and R².
 
 :class:`Roofline` bounds the performance of a kernel by its arithmetic
 intensity and a measured memory bandwidth (and a peak rate, when known).
@@ -45,7 +41,6 @@ import pandas as pd
 from scipy import optimize
 
 from hpclab.stats import (
-    FRACTION,
     NONNEGATIVE,
     POSITIVE,
     Domain,
@@ -139,18 +134,6 @@ def _beff_guess(x, y):
     return [lam, bandwidth]
 
 
-def _ring(p, lam):
-    return lam * p
-
-
-def _amdahl(n, s):
-    return 1.0 / (s + (1.0 - s) / n)
-
-
-def _gustafson(n, s):
-    return n - s * (n - 1.0)
-
-
 def _saturation(n, b1, bmax):
     return np.minimum(n * b1, bmax)
 
@@ -169,12 +152,6 @@ HOCKNEY = Model("hockney", "T(n) = λ + n/B", _hockney, ("lambda", "B"), _hockne
 EFFECTIVE_BANDWIDTH = Model("effective_bandwidth", "B_eff(n) = n/(λ + n/B)", _beff,
                             ("lambda", "B"), _beff_guess, (NONNEGATIVE, POSITIVE),
                             0.0, False, "message size n", "bandwidth B_eff")
-RING = Model("ring", "T(P) = λ·P", _ring, ("lambda",), lambda x, y: [np.mean(y / x)],
-             (NONNEGATIVE,), 1.0, True, "ranks P", "time T")
-AMDAHL = Model("amdahl", "S(N) = 1/(s + (1-s)/N)", _amdahl, ("s",), lambda x, y: [0.1],
-               (FRACTION,), 1.0, True, "workers N", "speed-up S")
-GUSTAFSON = Model("gustafson", "S(N) = N - s(N-1)", _gustafson, ("s",), lambda x, y: [0.1],
-                  (FRACTION,), 1.0, True, "workers N", "scaled speed-up S")
 
 def _saturation_canonical(b1, bmax):
     # every b1 >= Bmax draws the same min(n·b1, Bmax) for n >= 1 (a second thread that
@@ -189,53 +166,23 @@ SATURATION_SMOOTH = Model("saturation_smooth", "B(n) = Bmax·(1 − exp(−n·b1
                           _saturation_smooth, ("b1", "Bmax"), _saturation_guess,
                           (POSITIVE, POSITIVE), 1.0, True, "threads n", "bandwidth B")
 
-
-# bytes of one halo face per cut direction and neighbour: L² doubles, both ways
-# (report 001, eq. 8: c(L, N) = L²·k·2·8)
-HALO_BYTES_PER_FACE_POINT = 2 * 8
-
-
-def _jacobi(X, t_update, bandwidth, lam):
-    L, N, k = X
-    compute = L**3 * t_update
-    comm = HALO_BYTES_PER_FACE_POINT * L**2 * k / bandwidth + k * lam
-    return L**3 * N / (compute + comm)
+# the laws shared by the chapters; a chapter's own model is its ``model.py`` (``MODEL``),
+# and :func:`get` finds both
+MODELS = {m.name: m for m in (HOCKNEY, EFFECTIVE_BANDWIDTH, SATURATION, SATURATION_SMOOTH)}
 
 
-def _jacobi_guess(X, y):
-    L, N, k = X
-    t = float(np.min(L**3 * N / y / L**3))
-    return [t, 1e10, 1e-6]
+def get(name: str) -> Model:
+    """The model called ``name``: a shared law of :data:`MODELS`, else a chapter's own
+    (a :class:`Model` of ``hpclab.chapters.<slug>.model``)."""
+    if name in MODELS:
+        return MODELS[name]
+    from hpclab import chapters
 
-
-def halo_rows(P):
-    """Rows of halo the busiest rank exchanges in a 1D row distribution over P ranks."""
-    return np.minimum(np.asarray(P, dtype=float) - 1.0, 2.0)
-
-
-def _cg_iteration(X, t_point, t_row, t_reduce):
-    N, P = X
-    return t_point * N**2 / P + t_row * N * halo_rows(P) + t_reduce * np.ceil(np.log2(P))
-
-
-def _cg_guess(X, y):
-    N, P = X
-    return [float(np.median(y * P / N**2)), float(np.median(y / N)) * 0.1 + 1e-12, 1e-6]
-
-
-JACOBI = Model("jacobi", "P(L,N) = L³N/(L³·t + 16·L²·k/B + k·λ)", _jacobi,
-               ("t_update", "B", "lambda"), _jacobi_guess,
-               (POSITIVE, POSITIVE, NONNEGATIVE), 0.0, True,
-               "cells per side L, ranks N, cut directions k", "lattice updates per second",
-               inputs=("L", "N", "k"))
-CG_ITERATION = Model("cg_iteration", "T(N,P) = t·N²/P + r·N·h(P) + a·⌈log2 P⌉", _cg_iteration,
-                     ("t_point", "t_row", "t_reduce"), _cg_guess,
-                     (NONNEGATIVE, NONNEGATIVE, NONNEGATIVE), 1.0, True,
-                     "mesh points per side N, ranks P", "time per iteration T",
-                     inputs=("N", "P"))
-
-MODELS = {m.name: m for m in (HOCKNEY, EFFECTIVE_BANDWIDTH, RING, AMDAHL, GUSTAFSON, SATURATION,
-                              SATURATION_SMOOTH, JACOBI, CG_ITERATION)}
+    own = chapters.models()
+    if name not in own:
+        raise ValueError(f"unknown model {name!r}: choose one of "
+                         f"{', '.join(sorted({*MODELS, *own}))}")
+    return own[name]
 
 
 def saturation_threads(fit):
@@ -247,7 +194,7 @@ def saturation_threads(fit):
 class Roofline:
     """The roofline bound P(I) = min(peak, I · B) of a kernel of arithmetic intensity I.
 
-    ``bandwidth`` in bytes per second (e.g. the measured STREAM triad), ``peak``
+    ``bandwidth`` in bytes per second (e.g. a measured triad bandwidth), ``peak``
     in floating-point operations per second, or None when unknown (then only
     the memory bound applies). ``source`` says where the bandwidth came from.
     """
@@ -393,7 +340,7 @@ def fit(model, x, y, sigma=None, p0=None):
     Parameters
     ----------
     model : Model or str
-        One of :data:`MODELS` (or its name).
+        A :class:`Model`, or the name of one (see :func:`get`).
     x, y : array_like
         The data; NaN, infinite, out-of-domain x and non-positive y are rejected.
     sigma : None, "relative" or array_like
@@ -406,7 +353,7 @@ def fit(model, x, y, sigma=None, p0=None):
     -------
     Fit
     """
-    model = MODELS[model] if isinstance(model, str) else model
+    model = get(model) if isinstance(model, str) else model
     x, y, sigma_arr, label = _clean(model, x, y, sigma)
     start = list(p0) if p0 is not None else list(model.guess(x, y))
     lo, hi = model.bounds

@@ -431,33 +431,6 @@ def surfaces(x, y, panels, xlabel="x₁", ylabel="x₂"):
     return axes
 
 
-@_styled
-def ring_diagram(P=6, ax=None):
-    """A ring of P ranks with the two messages of one step (a picture, no data)."""
-    ax = _ax(ax, 4.2)
-    angle = np.pi / 2 - 2 * np.pi * np.arange(P) / P
-    x, y = np.cos(angle), np.sin(angle)
-    right, left = PALETTE[0], PALETTE[3]
-    for r in range(P):
-        s = (r + 1) % P
-        ax.annotate("", xy=(x[s] * 0.8, y[s] * 0.8), xytext=(x[r] * 0.8, y[r] * 0.8),
-                    arrowprops=dict(arrowstyle="->", color=right,
-                                    connectionstyle="arc3,rad=-0.25"))
-        ax.annotate("", xy=(x[r] * 1.12, y[r] * 1.12), xytext=(x[s] * 1.12, y[s] * 1.12),
-                    arrowprops=dict(arrowstyle="->", color=left, ls="--",
-                                    connectionstyle="arc3,rad=0.25"))
-        ax.add_patch(plt.Circle((x[r], y[r]), 0.16, color="0.92", ec="0.3"))
-        ax.text(x[r], y[r], str(r), ha="center", va="center", fontsize=12)
-    ax.text(0, 0.08, "to the right (solid): −r, +rank", ha="center", color=right, fontsize=MIN_PT)
-    ax.text(0, -0.1, "to the left (dashed): +r, −rank", ha="center", color=left, fontsize=MIN_PT)
-    ax.set_xlim(-1.45, 1.45)
-    ax.set_ylim(-1.45, 1.45)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    ax.set_title(f"a ring of {P} ranks: every step, every rank sends two messages")
-    return ax
-
-
 # ----------------------------------------------------------------------------- text
 
 def caption(meta):

@@ -11,6 +11,8 @@ A chapter's folder holds everything of one chapter:
   :mod:`hpclab.sweeps` on engines or inside an MPI job. It imports numpy, mpi4py, its
   kernels and hpclab's light shared modules (launch, profiles, records, sweeps), so that a
   rank other than 0 loads no pandas, scipy or matplotlib;
+* ``model.py`` (when the chapter has models of its own): ``MODEL`` (and any other
+  :class:`hpclab.models.Model`), which :func:`hpclab.models.get` finds by name;
 * ``analysis.py``: what the chapter computes from its records (models, tables, the words
   of its page and the report); pandas and scipy live here;
 * ``exercises.py`` (when the lab has harnesses): what the lab's self-checks and hidden
@@ -41,6 +43,22 @@ def analysis(slug: str) -> ModuleType:
 
     registry.get(slug)  # a clear error for an unknown name
     return import_module(f"hpclab.chapters.{slug}.analysis")
+
+
+def models() -> dict:
+    """{name: model} of the chapters' own models: every :class:`hpclab.models.Model` of
+    each ``hpclab.chapters.<slug>.model``."""
+    from pathlib import Path
+
+    from hpclab.models import Model
+
+    out = {}
+    for path in sorted(Path(__file__).parent.glob("*/model.py")):
+        module = import_module(f"hpclab.chapters.{path.parent.name}.model")
+        for value in vars(module).values():
+            if isinstance(value, Model):
+                out[value.name] = value
+    return out
 
 
 def reexport(here, module):

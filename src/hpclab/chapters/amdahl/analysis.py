@@ -28,6 +28,7 @@ from hpclab import machine, models, profiles, records, stats as hstats
 # measure...) stay reachable from here for the pages, the labs and the tests
 from hpclab.chapters import reexport
 from hpclab.chapters.amdahl import sweep as _sweep
+from hpclab.chapters.amdahl.model import MODEL
 from hpclab.chapters.amdahl.sweep import DISTRIBUTIONS, IMPLS, KERNEL, NAME, SERIAL_PHASES
 from hpclab.chapters.stream.analysis import add_bandwidth as stream_add  # noqa: F401
 
@@ -79,7 +80,7 @@ def serial_fraction(df, impl="c", distribution="none", shape=None, kind="strong"
         half = t_quantile(0.975, s.size - 1) * s.std(ddof=1) / np.sqrt(s.size)
         low, high = mean - half, mean + half
     words = hstats.estimate_words(
-        mean, low, high, "", "serial fraction", 3, name="s", domain=models.AMDAHL.domain("s"),
+        mean, low, high, "", "serial fraction", 3, name="s", domain=MODEL.domain("s"),
         basis=f"{s.size} repetition{'s' if s.size != 1 else ''}")
     return {"s": mean, "low": low, "high": high, "reps": int(s.size), "words": words}
 
@@ -131,7 +132,7 @@ def fit_s(points, what="speed-ups"):
             f"Amdahl's s from {what} at {pts['nprocs'].nunique()} rank count(s) above one is "
             "not a fit: one parameter needs two informative points at least (a machine with "
             "three or more cores)")
-    return models.fit(models.AMDAHL, pts["nprocs"].to_numpy(float),
+    return models.fit(MODEL, pts["nprocs"].to_numpy(float),
                       pts["median"].to_numpy(float))
 
 
@@ -436,7 +437,7 @@ def speedup_points(df, shape=None):
     pts = speedups(df, shape=shape).assign(series="measured (C, no topology)")
     lines = {f"Amdahl, s = {s['s']:.2f} from P = 1": S}
     if np.isfinite(s["low"]):
-        for end in models.AMDAHL.domain("s").cut(s["low"], s["high"]):
+        for end in MODEL.domain("s").cut(s["low"], s["high"]):
             lines[f"s = {end:.2f} (end of its 95% interval)"] = amdahl_speedup(end, p)
     return pts, p, lines
 

@@ -16,19 +16,20 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from hpclab import models, profiles, records, stats
+from hpclab import profiles, records, stats
 
 # the sweep (what every rank runs) is hpclab.chapters.jacobi.sweep; its names (run, tasks,
 # measure...) stay reachable from here for the pages, the labs and the tests
 from hpclab.chapters import reexport
 from hpclab.chapters.jacobi import sweep as _sweep
+from hpclab.chapters.jacobi.model import HALO_BYTES_PER_FACE_POINT, MODEL  # noqa: F401
 from hpclab.chapters.jacobi.sweep import DECOMPOSITIONS, KERNEL, NAME, grid_of
 from hpclab.chapters.pingpong.analysis import hockney_model as pingpong_model  # noqa: F401
 from hpclab.chapters.stream.analysis import add_bandwidth as stream_bandwidth  # noqa: F401
 
 __getattr__, __dir__ = reexport(__name__, _sweep)
 
-BYTES_PER_FACE_POINT = models.HALO_BYTES_PER_FACE_POINT  # 8 bytes each way
+BYTES_PER_FACE_POINT = HALO_BYTES_PER_FACE_POINT  # 8 bytes each way
 
 
 # ----------------------------------------------------------------------------- analysis

@@ -24,6 +24,7 @@ from hpclab import machine, models, profiles, records, stats
 from hpclab.chapters import reexport
 from hpclab.chapters.pingpong.analysis import hockney_model as pingpong_model  # noqa: F401
 from hpclab.chapters.poisson import sweep as _sweep
+from hpclab.chapters.poisson.model import MODEL
 from hpclab.chapters.poisson.sweep import BYTES, BYTES_WA, IMPL_NAMES, IMPLS, MIB, NAME
 from hpclab.chapters.stream.analysis import add_bandwidth as stream_bandwidth  # noqa: F401
 
@@ -246,7 +247,7 @@ def fit_model(df):
     point, t_row per halo row point, t_reduce per Allreduce round."""
     w = wide(df)
     w = w[(w["kind"] == "strong") & w["interleave"]]
-    return models.fit(models.CG_ITERATION, pd.DataFrame({"N": w["n"], "P": w["nprocs"]}),
+    return models.fit(MODEL, pd.DataFrame({"N": w["n"], "P": w["nprocs"]}),
                       w["iteration"])
 
 

@@ -23,7 +23,9 @@ from hpclab import machine, models, profiles, records, tables
 # measure...) stay reachable from here for the pages, the labs and the tests
 from hpclab.chapters import reexport
 from hpclab.chapters.ring import sweep as _sweep
+from hpclab.chapters.ring.model import MODEL
 from hpclab.chapters.ring.sweep import METRIC, NAME
+from hpclab.plots import MIN_PT, PALETTE, _ax, _styled
 from hpclab.sweeps import on_engines
 
 __getattr__, __dir__ = reexport(__name__, _sweep)
@@ -52,7 +54,7 @@ def fit(df, impl="c", variant="irecv", nbytes=4):
     s = s[(s["impl"] == impl) & (s["variant"] == variant) & (s["nbytes"] == nbytes)]
     if s.empty:
         raise ValueError(f"no ring timings of {impl} {variant} with {nbytes} B messages")
-    return models.fit(models.RING, s["nprocs"].to_numpy(float), s["median"].to_numpy(float))
+    return models.fit(MODEL, s["nprocs"].to_numpy(float), s["median"].to_numpy(float))
 
 
 def fits(df, nbytes=4):
@@ -302,7 +304,7 @@ def lambda_words(fits_table, impl, variant):
     return "λ = " + hstats.estimate_words(
         row["lambda"] * 1e6, row["lambda_low"] * 1e6, row["lambda_high"] * 1e6, "µs", "latency",
         points=f"{int(row['points'])} values of P", name="λ", value_unit="µs per step",
-        domain=models.RING.domain("lambda"))
+        domain=MODEL.domain("lambda"))
 
 
 # the jumps report 001's ring shows, and what a machine needs to show them
@@ -502,3 +504,32 @@ def _step_sentence(nb, lat, spec):
                 f"a node ({where}).")
     return ("The simulated step is not one latency of its slowest link: "
             + ", ".join(f"{v:.2f} latencies ({k})" for k, v in ratios.items()) + ".")
+
+
+@_styled
+def diagram(P=6, ax=None):
+    """A ring of P ranks with the two messages of one step (a picture, no data)."""
+    import matplotlib.pyplot as plt
+
+    ax = _ax(ax, 4.2)
+    angle = np.pi / 2 - 2 * np.pi * np.arange(P) / P
+    x, y = np.cos(angle), np.sin(angle)
+    right, left = PALETTE[0], PALETTE[3]
+    for r in range(P):
+        s = (r + 1) % P
+        ax.annotate("", xy=(x[s] * 0.8, y[s] * 0.8), xytext=(x[r] * 0.8, y[r] * 0.8),
+                    arrowprops=dict(arrowstyle="->", color=right,
+                                    connectionstyle="arc3,rad=-0.25"))
+        ax.annotate("", xy=(x[r] * 1.12, y[r] * 1.12), xytext=(x[s] * 1.12, y[s] * 1.12),
+                    arrowprops=dict(arrowstyle="->", color=left, ls="--",
+                                    connectionstyle="arc3,rad=0.25"))
+        ax.add_patch(plt.Circle((x[r], y[r]), 0.16, color="0.92", ec="0.3"))
+        ax.text(x[r], y[r], str(r), ha="center", va="center", fontsize=12)
+    ax.text(0, 0.08, "to the right (solid): −r, +rank", ha="center", color=right, fontsize=MIN_PT)
+    ax.text(0, -0.1, "to the left (dashed): +r, −rank", ha="center", color=left, fontsize=MIN_PT)
+    ax.set_xlim(-1.45, 1.45)
+    ax.set_ylim(-1.45, 1.45)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(f"a ring of {P} ranks: every step, every rank sends two messages")
+    return ax
