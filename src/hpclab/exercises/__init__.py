@@ -40,13 +40,87 @@ class NotAnswered(Exception):
     """A self-check ran before the exercise it checks was answered."""
 
 
+# name -> what the last cell that defines it raised ("ZeroDivisionError: division by zero,
+# line 4: B_c = 1 / 0"), while that cell's latest run raised (see _after_cell)
+_RAISED: dict[str, str] = {}
+
+
+def _defined(source):
+    """Names a cell's code binds at its top level (assignments, def, class, import)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    out = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        else:
+            out |= {n.id for n in ast.walk(node)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return out
+
+
+def _cell_line(exc, source):
+    """'line N: <code>' of the cell where ``exc`` was raised (the deepest frame of the
+    notebook's own code), or ''."""
+    import traceback
+
+    lines = source.splitlines()
+    found = ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        cell = "ipykernel_" in frame.filename or frame.filename.startswith("<ipython-input")
+        if cell and frame.lineno and 0 < frame.lineno <= len(lines):
+            found = f"line {frame.lineno}: {lines[frame.lineno - 1].strip()}"
+    return found
+
+
+def _after_cell(result):
+    """IPython's post_run_cell: remember what a cell that raised would have defined."""
+    info = getattr(result, "info", None)
+    source = getattr(info, "raw_cell", "") or ""
+    names = _defined(source)
+    err = getattr(result, "error_in_exec", None)
+    for name in names:
+        if err is None:
+            _RAISED.pop(name, None)
+        else:
+            where = _cell_line(err, source)
+            _RAISED[name] = f"{type(err).__name__}: {err}" + (f", at {where}" if where else "")
+
+
+def _watch():
+    """Follow the notebook's cells (once per kernel), so that a self-check after an
+    answer that raised says so instead of "not answered"."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None and _after_cell not in shell.events.callbacks["post_run_cell"]:
+        shell.events.register("post_run_cell", _after_cell)
+
+
+_watch()
+
+
 def require(*names):
     """Raise NotAnswered unless every name is defined in the caller's namespace (the
-    notebook's): a self-check cell says "answer the exercise above first", not NameError."""
+    notebook's): a self-check cell says "answer the exercise above first", not NameError;
+    and when the cell that defines a name raised, what it raised and on which line."""
     import sys
 
     where = sys._getframe(1).f_globals
     missing = [n for n in names if n not in where]
+    raised = [(n, _RAISED[n]) for n in missing if n in _RAISED]
+    if raised:
+        name, what = raised[0]
+        raise NotAnswered(f"your answer did not run to the end: the cell that defines {name} "
+                          f"raised {what}. Fix it, run that cell again, then this one") from None
     if missing:
         raise NotAnswered(f"answer the exercise above first: {', '.join(missing)} "
                           f"{'is' if len(missing) == 1 else 'are'} not defined yet (write the "

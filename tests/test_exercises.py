@@ -1,0 +1,48 @@
+"""What a lab's self-check says when the exercise it checks is missing or raised."""
+import pytest
+
+IPython = pytest.importorskip("IPython")
+
+
+@pytest.fixture()
+def shell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    ip = InteractiveShell.instance()
+    # in a kernel, importing hpclab.exercises starts following the cells; here the module
+    # may have been imported before this shell existed
+    ip.run_cell("from hpclab import exercises\nexercises._watch()")
+    yield ip
+    ip.run_cell("exercises._RAISED.clear()")
+
+
+def _error(ip, code):
+    return ip.run_cell(code).error_in_exec
+
+
+def test_a_check_before_the_answer_says_answer_it_first(shell):
+    err = _error(shell, "exercises.require('not_written_yet')")
+    assert type(err).__name__ == "NotAnswered"
+    assert "answer the exercise above first: not_written_yet is not defined yet" in str(err)
+
+
+def test_a_check_after_an_answer_that_raised_names_the_error_and_its_line(shell):
+    shell.run_cell("import numpy as np\n\ndef fit(n):\n    return n\n\nlam_c, B_c = 1.0, 1 / 0\n")
+    err = _error(shell, "exercises.require('fit', 'B_c')")
+    assert type(err).__name__ == "NotAnswered"
+    text = str(err)
+    assert "the cell that defines B_c raised ZeroDivisionError: division by zero" in text
+    assert "line 6: lam_c, B_c = 1.0, 1 / 0" in text
+    assert "not defined yet" not in text
+    # fixed and run again: the check passes
+    shell.run_cell("lam_c, B_c = 1.0, 2.0")
+    assert _error(shell, "exercises.require('fit', 'B_c')") is None
+
+
+def test_a_function_whose_cell_raised_after_it_is_reported_too(shell):
+    shell.run_cell("def pingpong_loop():\n    return 1\nundefined_name + 1\n")
+    # the def ran before the error: the name exists, and the check does not invent a problem
+    assert _error(shell, "exercises.require('pingpong_loop')") is None
+    shell.run_cell("raise_here = [][1]\n")
+    err = _error(shell, "exercises.require('raise_here')")
+    assert "IndexError: list index out of range, at line 1" in str(err)
