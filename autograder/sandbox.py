@@ -279,6 +279,8 @@ def _environment(box_path, venv_bin):
         "MPLCONFIGDIR": f"{box_path}/tmp/mpl", "MPLBACKEND": "Agg",
         "HPCLAB_PROFILE": os.environ.get("HPCLAB_PROFILE", "quick"),
         "HPCLAB_IPP_DIR": f"{box_path}/tmp/ipp", "NBGRADER_EXECUTION": "autograde",
+        # a lab saves its runs (records.results_dir): into the working folder, not the course's
+        "HPCLAB_RESULTS_DIR": f"{home}/results",
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
         "PYDEVD_DISABLE_FILE_VALIDATION": "1",
     }
@@ -400,6 +402,7 @@ def run(nb, limits, files_from=None, log=print, values=()):
         env = _environment(box_path, venv_bin)
         if mode != "bwrap":
             env["HOME"] = str(box / "work")
+            env["HPCLAB_RESULTS_DIR"] = str(box / "work" / "results")
         # the runner's and the kernel's raw output go to a file outside the sandbox, capped
         # by the file-size limit; the grader reads its last lines only
         with open(private / "output.log", "wb") as log_file:

@@ -30,6 +30,24 @@ def test_cli_writes_compute_and_halo_for_every_decomposition(cli_run):
     weak = w[w["kind"] == "weak"]
     assert set(weak["points"]) == {12**3, 2 * 12**3}
     assert meta["launcher"] == "mpiexec" and meta["profile"] == "quick"
+    assert meta["oversubscribed"] is False
+
+
+def test_more_ranks_than_cores_measure_nothing_unless_asked_and_then_say_so(tmp_path):
+    cores = launch.usable_cores()
+    cmd = [sys.executable, "-m", "hpclab", "run", "jacobi", "--profile", "quick", "--quiet",
+           "--out", str(tmp_path)]
+    with pytest.warns(launch.OversubscriptionWarning):
+        r = launch.mpirun(cmd, n=cores + 1, timeout=300, what="jacobi CLI", check=False)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"{cores + 1} MPI ranks on the {cores} cores of" in r.stderr
+    assert "--oversubscribe" in r.stderr and "Traceback" not in r.stderr
+    assert not list(tmp_path.iterdir()), "an oversubscribed run saved records"
+    with pytest.warns(launch.OversubscriptionWarning):
+        launch.mpirun(cmd + ["--oversubscribe"], n=cores + 1, timeout=300, what="jacobi CLI")
+    (csv,) = tmp_path.glob("jacobi-*.csv")
+    _, meta = records.load(csv)
+    assert meta["oversubscribed"] is True and meta["nprocs"] == cores + 1
 
 
 def test_the_model_is_predicted_from_the_pieces(cli_run):

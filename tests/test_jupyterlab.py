@@ -138,7 +138,7 @@ def lab_server(tmp_path_factory):
     if os.geteuid() == 0:
         cmd.append("--allow-root")
     log = open(root / "server.log", "w")
-    env = {**os.environ, "HPCLAB_PROFILE": "quick"}
+    env = {**os.environ, "HPCLAB_PROFILE": "quick", "HPCLAB_RESULTS_DIR": str(root / "results")}
     server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
                               start_new_session=True)
     deadline = time.monotonic() + 60
@@ -217,6 +217,16 @@ def test_a_lab_runs_reruns_its_engines_saves_and_reopens_cleanly(lab_server, bro
         busy.append("Busy" in page.evaluate(STATUS_BAR))
         time.sleep(0.25)
     ran[measure_cell] = page.evaluate(CELL_ERRORS, [_path(lab), measure_cell])
+    # the lab saved its run where later labs look for it, and they find it
+    from hpclab import inputs
+    from hpclab.kernels import registry
+
+    saved = sorted((lab_server[2] / "results").glob(f"{lab}-*.json"))
+    assert len(saved) == 1, f"the measurement saved {saved}, not one run"
+    later = registry.consumers(lab)
+    assert later, f"no chapter takes {lab}'s measurements"
+    text = inputs.report(later[0], lab_server[2] / "results")
+    assert saved[0].stem in text, text
     assert len(busy) >= 4 and sum(busy[1:-1]) >= 0.9 * len(busy[1:-1]), \
         f"the status bar said Busy in {sum(busy)} of {len(busy)} looks while the cell ran"
     # only the unanswered exercises may fail, and they say so

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+import leftovers
 from hpclab import launch
 
 DEADLOCK = ("from mpi4py import MPI; import numpy as np; c = MPI.COMM_WORLD; "
@@ -77,6 +78,31 @@ def test_mpirun_failure_shows_the_error():
 def test_oversubscription_warns():
     with pytest.warns(launch.OversubscriptionWarning, match="timings are meaningless"):
         launch.check_ranks(launch.usable_cores() + 1)
+
+
+def test_engines_for_timing_refuse_more_ranks_than_cores_and_name_them():
+    cores = launch.usable_cores()
+    before = set(leftovers.tagged(os.environ["HPCLAB_RUN_TAG"]))
+    with pytest.raises(launch.OversubscribedError,
+                       match=rf"{cores + 1} MPI ranks on this machine's {cores} cores.*"
+                             rf"at most {cores}.*oversubscribe=True"):
+        launch.cluster(n=cores + 1, timeout=30)
+    assert set(leftovers.tagged(os.environ["HPCLAB_RUN_TAG"])) == before, "something started"
+    with pytest.warns(launch.OversubscriptionWarning):
+        engines = launch.Engines(cores + 1, oversubscribe=True)  # allowed, nothing started
+    assert engines.n == cores + 1 and engines.cluster is None
+
+
+def test_a_placement_says_where_it_was_oversubscribed():
+    def rank(host, cores):
+        return {"host": host, "cores": cores, "cpus": [0]}
+
+    assert launch.crowded([rank("a", 2), rank("a", 2), rank("b", 1)]) == []
+    assert launch.crowded([rank("a", 2)] * 3 + [rank("b", 4)]) == [("a", 3, 2)]
+    assert launch.oversubscribed([rank("a", 1)] * 2)
+    assert not launch.oversubscribed([{"host": "a", "cpus": [0]}] * 4)  # cores not recorded
+    me = launch.whoami()
+    assert me["cores"] == launch.usable_cores()
 
 
 @pytest.mark.parametrize("n", [0, -1, 1.5, "2", True])
@@ -214,6 +240,24 @@ def test_engines_stop_when_the_python_that_started_them_exits(tmp_path):
     pids = protocol.last(r.stdout)["pids"]
     assert r.returncode == 0 and len(pids) == 2
     assert not wait_dead(pids), "engines outlived the Python that started them"
+
+
+def test_engines_stop_when_the_python_that_started_them_is_killed():
+    """kill -9 runs no atexit (a kernel that did not exit in time is killed so): the engines'
+    watcher stops them and their controller."""
+    import subprocess
+
+    from hpclab import protocol
+
+    code = ("import os, signal\nfrom hpclab import launch, protocol\n"
+            "e = launch.cluster(n=2, timeout=60, what='killed lab').start()\n"
+            "protocol.emit({'pids': e.run(os.getpid) + sorted(e.pids)})\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == -9, r.stdout + r.stderr
+    pids = protocol.last(r.stdout)["pids"]
+    assert len(pids) == 4, pids  # two engines, mpiexec and the controller
+    assert not wait_dead(pids), "engines outlived the Python that started them, killed"
 
 
 def test_a_binding_launcher_does_not_shrink_the_machine():

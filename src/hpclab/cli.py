@@ -6,8 +6,10 @@ sweep under MPI, on a laptop or in a batch job::
     mpiexec -n 2 python -m hpclab run <experiment> --profile quick --out results
     srun python -m hpclab run <experiment> --profile full --out $SCRATCH/hpclab
 
-Rank 0 writes ``<experiment>-<time>-<id>.csv`` and ``.json`` (the records and
-their metadata) into the output folder; nothing is ever overwritten.
+More ranks than cores on a node stop it before anything is measured, with a message naming
+the cores, unless ``--oversubscribe`` (then the records say ``oversubscribed``). Rank 0
+writes ``<experiment>-<time>-<id>.csv`` and ``.json`` (the records and their metadata) into
+the output folder; nothing is ever overwritten.
 
 ``python -m hpclab simulate <kernel> --platform <name>`` runs a kernel's C code on
 a simulated cluster (SimGrid SMPI, see :mod:`hpclab.simulate`) and saves the records.
@@ -45,6 +47,9 @@ def _parser():
     r.add_argument("--hugepages", action="store_true",
                    help="ask for transparent huge pages for the message buffers")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--oversubscribe", action="store_true",
+                   help="run even with more ranks than cores on a node (a correctness run: "
+                        "its timings mean nothing, and its records say oversubscribed)")
     c = sub.add_parser("check", help="run a kernel's correctness matrix under mpiexec")
     c.add_argument("kernel", choices=registry.slugs())
     c.add_argument("--upto", type=int, default=None,
@@ -147,6 +152,18 @@ def _run(args):
             print(f"error: {args.experiment} needs at least {low} MPI ranks, this job "
                   f"has {comm.Get_size()}.\n  Run: mpiexec -n {exp.KERNEL.procs('default_procs')} "
                   f"python -m hpclab run {args.experiment}", file=sys.stderr)
+        return 2
+    from hpclab import launch
+
+    crowded = launch.crowded(comm.allgather(launch.whoami()))
+    if crowded and not args.oversubscribe:
+        if rank0:
+            host, ranks, cores = crowded[0]
+            print(f"error: {ranks} MPI ranks on the {cores} cores of {host}: ranks would take "
+                  "turns on a core, and every timing would measure the turns. Nothing was "
+                  f"measured.\n  Run at most {cores} ranks per node (mpiexec -n {cores} python "
+                  f"-m hpclab run {args.experiment}), or add --oversubscribe for a correctness "
+                  "run (its records say it was oversubscribed).", file=sys.stderr)
         return 2
     impls = tuple(args.impl) if args.impl else exp.IMPLS
     try:

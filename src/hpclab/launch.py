@@ -17,8 +17,12 @@ Two ways to run MPI code:
 * :func:`mpirun` - a plain ``mpiexec -n N ...`` with a timeout, for scripts
   and tests; on timeout the whole process group is killed.
 
-More ranks than cores make timings meaningless (MPICH ranks busy-poll):
-both warn with :class:`OversubscriptionWarning`, and allow it for correctness.
+More ranks than cores make timings meaningless (ranks take turns on a core, and MPICH
+ranks busy-poll): engines refuse to start that way (:class:`OversubscribedError`, naming
+the cores) unless asked with ``oversubscribe=True`` for a correctness check, and
+:func:`mpirun` (scripts, tests) warns with :class:`OversubscriptionWarning`. A run's
+placement says whether it was oversubscribed (:func:`oversubscribed`), and its records
+keep that.
 """
 from __future__ import annotations
 
@@ -62,6 +66,10 @@ OVERSUBSCRIBED_THREAD_LEVEL = {"mpich": "multiple"}
 
 
 T = TypeVar("T")
+
+
+class OversubscribedError(ValueError):
+    """More MPI ranks than cores where the run would time them."""
 
 
 class OversubscriptionWarning(UserWarning):
@@ -152,11 +160,18 @@ def _positive(n):
     return n
 
 
-def check_ranks(n, what="this run"):
-    """Validate a rank count; warn when it oversubscribes the cores."""
+def check_ranks(n, what="this run", oversubscribe=True):
+    """Validate a rank count. More ranks than cores: an :class:`OversubscribedError` that
+    names the cores, or with ``oversubscribe`` a warning (a correctness run)."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"the number of MPI ranks must be a positive integer, got {n!r}")
     cores = usable_cores()
+    if n > cores and not oversubscribe:
+        raise OversubscribedError(
+            f"{what}: {n} MPI ranks on this machine's {cores} cores would take turns on a "
+            f"core, and every timing would measure the turns. Start at most {cores} to time "
+            "anything, or pass oversubscribe=True for a correctness check (its records say "
+            "it was oversubscribed).")
     if n > cores:
         warnings.warn(
             f"{what}: {n} MPI ranks on {cores} cores oversubscribes this machine; "
@@ -273,7 +288,28 @@ def whoami() -> dict[str, Any]:
     levels = {MPI.THREAD_SINGLE: "single", MPI.THREAD_FUNNELED: "funneled",
               MPI.THREAD_SERIALIZED: "serialized", MPI.THREAD_MULTIPLE: "multiple"}
     return {"rank": comm.Get_rank(), "size": comm.Get_size(), "host": socket.gethostname(),
-            "pid": os.getpid(), "cpus": cpus, "thread_level": levels.get(MPI.Query_thread())}
+            "pid": os.getpid(), "cpus": cpus, "cores": usable_cores(),
+            "thread_level": levels.get(MPI.Query_thread())}
+
+
+def crowded(placement) -> list[tuple[str, int, int]]:
+    """(host, ranks, cores) of each host of a placement (:func:`whoami` of every rank) that
+    ran more ranks than the job's cores there; [] when none did (or the placement predates
+    the cores)."""
+    hosts: dict[str, list[dict]] = {}
+    for p in placement or ():
+        hosts.setdefault(p.get("host", "?"), []).append(p)
+    out = []
+    for host, ranks in sorted(hosts.items()):
+        cores = max((r.get("cores") or 0) for r in ranks)
+        if cores and len(ranks) > cores:
+            out.append((host, len(ranks), cores))
+    return out
+
+
+def oversubscribed(placement) -> bool:
+    """Whether a run with this placement had more ranks than cores on some host."""
+    return bool(crowded(placement))
 
 
 # --------------------------------------------------------------------------- mpirun
@@ -458,6 +494,43 @@ def _stop_all_at_exit():
 atexit.register(_stop_all_at_exit)
 
 
+# The watcher of a set of engines: a small process that holds a pipe from the Python that
+# started them. When that Python ends without stopping them (a kernel killed because it did
+# not exit in time, a crash, kill -9: no atexit runs), the pipe closes and the watcher stops
+# the process groups of mpiexec and the controller (and the shared memory their ranks mapped).
+_WATCHER = """
+import os, signal, sys
+from hpclab import shm
+groups = [int(g) for g in sys.argv[1:]]
+if sys.stdin.readline().strip() != "stopped":
+    for g in groups:
+        left = shm.Leftovers(g)
+        try:
+            os.killpg(g, signal.SIGKILL)
+        except OSError:
+            pass
+        left.remove()
+"""
+
+
+def _watch(pids):
+    """Start a watcher of the process groups ``pids`` (see _WATCHER); its Popen."""
+    return subprocess.Popen([sys.executable, "-c", _WATCHER, *map(str, sorted(pids))],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True, text=True)
+
+
+def _unwatch(watcher):
+    """Tell a watcher that its engines were stopped here; it exits without touching them."""
+    if watcher is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        watcher.stdin.write("stopped\n")
+        watcher.stdin.close()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        watcher.wait(timeout=10)
+
+
 def running():
     """The named engine sets this process has started and not stopped ({name: Engines})."""
     return {k: e for k, e in _NAMED.items() if e.cluster is not None}
@@ -475,14 +548,14 @@ class Engines:
 
     def __init__(self, n=2, timeout=DEFAULT_TIMEOUT, start_timeout=START_TIMEOUT, mpi_args=(),
                  environment=None, what=DEFAULT_WHAT, launcher="mpiexec", srun_mpi=None,
-                 sbatch_options=()):
+                 sbatch_options=(), oversubscribe=False):
         if launcher not in ("mpiexec", "slurm"):
             raise ValueError(f"launcher is 'mpiexec' or 'slurm', got {launcher!r}")
         self.launcher = launcher
         self.srun_mpi = str(srun_mpi) if srun_mpi else None
         self.sbatch_options = [str(o) for o in sbatch_options]
         # under Slurm the job's allocation, not this machine's cores, sets the ranks' cores
-        self.n = check_ranks(n, what) if launcher == "mpiexec" else _positive(n)
+        self.n = check_ranks(n, what, oversubscribe) if launcher == "mpiexec" else _positive(n)
         self.timeout = float(timeout)
         self.start_timeout = float(start_timeout)
         self.mpi_args = list(map(str, mpi_args))
@@ -493,6 +566,7 @@ class Engines:
         self.view = None
         self.profile_dir = None
         self._pids = set()
+        self._watcher = None
         self.stopped_pids = set()
         self._stale = False
 
@@ -584,10 +658,21 @@ class Engines:
         launchers = list((self.cluster.engines or {}).values())
         if self.cluster.controller is not None:
             launchers.append(self.cluster.controller)
+        before = set(self._pids)
         for launcher in launchers:
             pid = getattr(launcher, "pid", None)
             if pid:
                 self._pids.add(pid)
+        if self._pids != before:
+            self._rewatch()
+
+    def _rewatch(self):
+        """Engines and controller outlive this Python only until their watcher sees it gone
+        (see _WATCHER): one watcher, of the process groups alive now."""
+        if self.launcher != "mpiexec":
+            return
+        _unwatch(self._watcher)
+        self._watcher = _watch(self._pids) if self._pids else None
 
     def _kill_leftovers(self):
         """Kill the process groups of mpiexec and the controller if anything survived."""
@@ -613,6 +698,7 @@ class Engines:
                     os.killpg(pid, signal.SIGKILL)
                 left.remove()
                 self._pids.discard(pid)
+        self._rewatch()
         with contextlib.suppress(Exception):
             self.cluster.stop_engines_sync()
         self.view = None
@@ -644,6 +730,8 @@ class Engines:
             with contextlib.suppress(Exception):
                 self.cluster.stop_controller_sync()
             self._kill_leftovers()
+        _unwatch(self._watcher)
+        self._watcher = None
         self.cluster = self.client = self.view = None
         if self.profile_dir:
             shutil.rmtree(self.profile_dir, ignore_errors=True)
@@ -714,7 +802,7 @@ def cluster(n: int = 2, timeout: float = DEFAULT_TIMEOUT,
             start_timeout: float = START_TIMEOUT, mpi_args: Iterable[str] = (),
             environment: Mapping[str, str] | None = None, what: str = DEFAULT_WHAT,
             launcher: str = "mpiexec", srun_mpi: str | None = None,
-            sbatch_options: Iterable[str] = ()) -> Engines:
+            sbatch_options: Iterable[str] = (), oversubscribe: bool = False) -> Engines:
     """Context manager: n MPI engines, stopped when the block ends however it ends.
 
     Parameters
@@ -735,9 +823,13 @@ def cluster(n: int = 2, timeout: float = DEFAULT_TIMEOUT,
         package, MPICH and Intel MPI, 'pmix' for Open MPI; ``srun --mpi=list`` shows a
         site's); ``mpi_args`` go to srun and
         ``sbatch_options`` (``["--time=00:30:00", "--partition=debug"]``) into the script.
+    oversubscribe : bool
+        Allow more engines than this machine's cores (a correctness check: its timings mean
+        nothing, and the records of a sweep on them say ``oversubscribed``). Without it,
+        such a start raises :class:`OversubscribedError`, naming the cores.
     """
     if any(a in ("-n", "-np") for a in map(str, mpi_args)):
         raise ValueError("give the number of ranks as n=..., not as -n in mpi_args")
     return Engines(n, timeout=timeout, start_timeout=start_timeout, mpi_args=mpi_args,
                    environment=environment, what=what, launcher=launcher, srun_mpi=srun_mpi,
-                   sbatch_options=sbatch_options)
+                   sbatch_options=sbatch_options, oversubscribe=oversubscribe)

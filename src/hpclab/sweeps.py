@@ -35,6 +35,7 @@ def sweep(experiment, tasks, call, progress=True):
 def _meta(exp, profile, nprocs, launcher, placement, mpi_args=(), extra=None):
     return records.metadata(exp.NAME, profiles.name(profile), {
         "nprocs": nprocs, "launcher": launcher, "placement": placement,
+        "oversubscribed": launch.oversubscribed(placement),
         "mpi_args": list(mpi_args), "settings": profiles.get(exp.NAME, profile), **(extra or {})})
 
 
@@ -48,11 +49,12 @@ def _check_procs(exp, n, how):
 
 
 def on_engines(exp, todo, profile=None, n=None, engines=None, timeout=None, mpi_args=(),
-               progress=True, describe=str, extra=None):
+               progress=True, describe=str, extra=None, oversubscribe=False):
     """Run an experiment's tasks on MPI engines and return its records.
 
     Engines are started (and stopped at the end, however it ends) unless
-    ``engines`` is given. ``describe(task)`` names a task in timeout messages.
+    ``engines`` is given; more of them than cores only with ``oversubscribe``.
+    ``describe(task)`` names a task in timeout messages.
     Returns a :class:`hpclab.records.Run` (records and metadata).
     """
     n = n or (engines.n if engines is not None else registry.get(exp.NAME).procs("default_procs"))
@@ -60,7 +62,8 @@ def on_engines(exp, todo, profile=None, n=None, engines=None, timeout=None, mpi_
     timeout = timeout or profiles.get(exp.NAME, profile)["timeout"]
     owned = engines is None
     if owned:
-        engines = launch.cluster(n=n, timeout=timeout, mpi_args=mpi_args, what=exp.NAME).start()
+        engines = launch.cluster(n=n, timeout=timeout, mpi_args=mpi_args, what=exp.NAME,
+                                 oversubscribe=oversubscribe).start()
     try:
         placement = engines.run(launch.whoami, timeout=timeout, what=f"{exp.NAME} placement")
 

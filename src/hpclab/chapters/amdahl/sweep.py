@@ -118,8 +118,8 @@ def run(profile=None, impls=IMPLS, n=None, hugepages=False, mpi_args=(), progres
         # P <= cores of them while the others wait outside MPI, idle
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", launch.OversubscriptionWarning)
-            engines = launch.cluster(n=n, timeout=timeout, mpi_args=mpi_args,
-                                     what=NAME).start()
+            engines = launch.cluster(n=n, timeout=timeout, mpi_args=mpi_args, what=NAME,
+                                     oversubscribe=n > cores).start()
     try:
         return on_engines(sys.modules[__name__], todo, profile=profile, n=n, engines=engines,
                           timeout=timeout, mpi_args=mpi_args, progress=progress,
