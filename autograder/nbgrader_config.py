@@ -41,7 +41,8 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "*.ins
                             "results", ".*"]
 
 # Submissions run in a sandbox (sandbox.py): nbgrader's Execute step is replaced, and the
-# gradebook is written by this process only, after the run. Every MPI call in a lab has its
+# gradebook is written by the grader's steps only (one at a time, in its workers), after
+# the runs. Every MPI call in a lab has its
 # own timeout (at most 300 s, STREAM's sweep), so the per-cell limit sits above it; grade.py sets
 # the wall budget of a whole submission.
 c.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor,

@@ -7,7 +7,8 @@ Starting nbgrader costs about 2.5 s of imports, and creating a gradebook 4 s mor
 runs the ``alembic`` command for its schema version; here it is read in this process),
 paid once per worker instead of once per step. Each call is one of nbgrader's own steps
 (its API, as the formgrader calls it), with the log of that step only. A worker dies with
-the grader that started it, and names itself for the step it runs (``ps -o comm``).
+the grader that started it, and names itself for the step it runs (``ps -o comm``:
+hpclab-autograd, hpclab-record, hpclab-feedback, hpclab-release).
 """
 from __future__ import annotations
 
@@ -98,8 +99,8 @@ def _title(name):
 
 @contextlib.contextmanager
 def _titled(step):
-    """While a step runs, the worker is named for it: hpclab-autograde, hpclab-record,
-    hpclab-feedback or hpclab-release; hpclab-worker otherwise."""
+    """While a step runs, the worker is named for it (15 bytes at most): hpclab-autograd,
+    hpclab-record, hpclab-feedback or hpclab-release; hpclab-worker otherwise."""
     _title(f"hpclab-{step}"[:15])
     try:
         yield

@@ -39,7 +39,20 @@ def test_a_check_after_an_answer_that_raised_names_the_error_and_its_line(shell)
     assert _error(shell, "exercises.require('fit', 'B_c')") is None
 
 
-def test_a_function_whose_cell_raised_after_it_is_reported_too(shell):
+def test_the_line_quoted_is_the_answer_cells_own_not_a_helpers(shell):
+    shell.run_cell("def helper(n):\n    return n / 0\n")
+    shell.run_cell("x = 1\nB_h = helper(3)\nprint('after')\n")
+    err = _error(shell, "exercises.require('B_h')")
+    assert "at line 2: B_h = helper(3)" in str(err), str(err)
+
+
+def test_a_cell_with_ipython_syntax_is_followed_too(shell):
+    shell.run_cell("%env HPCLAB_NOTHING=1\nT_c = 1 / 0\n")
+    err = _error(shell, "exercises.require('T_c')")
+    assert "the cell that defines T_c raised ZeroDivisionError" in str(err), str(err)
+
+
+def test_a_name_defined_before_the_error_is_not_reported(shell):
     shell.run_cell("def pingpong_loop():\n    return 1\nundefined_name + 1\n")
     # the def ran before the error: the name exists, and the check does not invent a problem
     assert _error(shell, "exercises.require('pingpong_loop')") is None

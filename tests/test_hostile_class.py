@@ -99,7 +99,8 @@ HOSTILE = {
     "spy": ("ip = get_ipython()\n"
             "ip.events.register('pre_run_cell', lambda info: print(info.raw_cell))\n"
             "answer = 1.0"),
-    # a log line of the grader's own form, naming a correct student, then the runner killed
+    # a log line of nbgrader's command-line form, naming a correct student, then the runner
+    # killed (statuses come from each submission's own run, never from what it printed)
     "forger": ("import os, signal, sys\n"
                "line = b\"[AutogradeApp | ERROR] Creating/updating student with ID 'good'\\n\"\n"
                "os.write(2, line); os.write(1, line)\n"

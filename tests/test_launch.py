@@ -103,6 +103,11 @@ def test_a_placement_says_where_it_was_oversubscribed():
     assert not launch.oversubscribed([{"host": "a", "cpus": [0]}] * 4)  # cores not recorded
     me = launch.whoami()
     assert me["cores"] == launch.usable_cores()
+    # a sweep's run is oversubscribed when the ranks it times are, not its idle engines
+    from hpclab import sweeps
+
+    assert sweeps._timed([{"nprocs": 1}, {"nprocs": 2}], 4) == 2
+    assert sweeps._timed([{"nbytes": 8}], 4) == 4
 
 
 @pytest.mark.parametrize("n", [0, -1, 1.5, "2", True])

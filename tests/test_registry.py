@@ -139,6 +139,8 @@ def _code_words(source):
                 and i + 1 < len(tokens) and tokens[i + 1].type == tokenize.NEWLINE
             if not alone and tok.string not in NOT_A_CHAPTER:
                 yield tok.start[0], tok.string
+        elif tok.type == getattr(tokenize, "FSTRING_MIDDLE", None):  # f-strings, Python 3.12+
+            yield tok.start[0], tok.string
         elif tok.type == tokenize.NAME:
             yield tok.start[0], tok.string.replace("_", " ")
 

@@ -59,9 +59,10 @@ HEARTBEAT = ["--HeartMonitor.period=500", "--HeartMonitor.max_heartmonitor_misse
 # (about 8% of a 0.65 µs message here). Only the main thread calls MPI in hpclab, as in
 # osu_latency and IMB, so MPI jobs start funneled unless MPI4PY_RC_THREAD_LEVEL says otherwise.
 THREAD_LEVEL = "funneled"
-# With more ranks than cores (a correctness run: its timings mean nothing), MPICH's funneled
-# progress keeps spinning on a core another rank needs: its MPI test suite took 37 s at 4
-# ranks on 2 cores here, against 11 s under thread multiple, whose lock gives the core up.
+# With more ranks than cores under mpiexec (a correctness run: its timings mean nothing),
+# MPICH's funneled progress keeps spinning on a core another rank needs: its MPI test suite
+# took 37 s at 4 ranks on 2 cores here, against 11-14 s under thread multiple, whose lock
+# gives the core up. (Engines beyond the cores stay funneled: they wait outside MPI.)
 OVERSUBSCRIBED_THREAD_LEVEL = {"mpich": "multiple"}
 
 
@@ -498,26 +499,55 @@ atexit.register(_stop_all_at_exit)
 # started them. When that Python ends without stopping them (a kernel killed because it did
 # not exit in time, a crash, kill -9: no atexit runs), the pipe closes and the watcher stops
 # the process groups of mpiexec and the controller (and the shared memory their ranks mapped).
+# Each group is given as leader:start (its start time in clock ticks since boot), and is
+# stopped only while that same leader runs: a group whose leader exited, and whose number a
+# new process took since, is left alone.
 _WATCHER = """
 import os, signal, sys
 from hpclab import shm
-groups = [int(g) for g in sys.argv[1:]]
+
+def started(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+groups = [arg.split(":") for arg in sys.argv[1:]]
 if sys.stdin.readline().strip() != "stopped":
-    for g in groups:
-        left = shm.Leftovers(g)
+    ours = [int(pid) for pid, start in groups if started(pid) == start]
+    lefts = [shm.Leftovers(pid) for pid in ours]
+    for pid in ours:
         try:
-            os.killpg(g, signal.SIGKILL)
+            os.killpg(pid, signal.SIGKILL)
         except OSError:
             pass
+    for left in lefts:
         left.remove()
 """
 
 
+def _start_time(pid):
+    """Field 22 of /proc/<pid>/stat (the process's start, in clock ticks since boot)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
 def _watch(pids):
-    """Start a watcher of the process groups ``pids`` (see _WATCHER); its Popen."""
-    return subprocess.Popen([sys.executable, "-c", _WATCHER, *map(str, sorted(pids))],
-                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True, text=True)
+    """Start a watcher of the process groups ``pids`` (see _WATCHER); its Popen, or None
+    (with a warning) when no process can be started now."""
+    groups = [f"{pid}:{start}" for pid in sorted(pids)
+              if (start := _start_time(pid)) is not None]
+    try:
+        return subprocess.Popen([sys.executable, "-c", _WATCHER, *groups],
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True, text=True)
+    except OSError as exc:
+        warnings.warn(f"these engines have no watcher ({exc}): if this Python is killed, "
+                      "they stop only after their heartbeat times out", stacklevel=3)
+        return None
 
 
 def _unwatch(watcher):
@@ -588,6 +618,10 @@ class Engines:
             cluster = self._slurm_cluster(ipp)
         else:
             extra_args, extra_env = mpiexec_options(self.n)
+            # engines beyond the cores wait outside MPI (only P <= cores of them are timed):
+            # funneled, as for any timing
+            extra_env["MPI4PY_RC_THREAD_LEVEL"] = os.environ.get("MPI4PY_RC_THREAD_LEVEL",
+                                                                 THREAD_LEVEL)
             cluster = ipp.Cluster(engines="mpi", n=self.n, profile_dir=self.profile_dir,
                                   log_level=40, controller_args=HEARTBEAT)
             cluster.config.MPIEngineSetLauncher.environment = {**extra_env, **self.environment}
@@ -671,8 +705,8 @@ class Engines:
         (see _WATCHER): one watcher, of the process groups alive now."""
         if self.launcher != "mpiexec":
             return
-        _unwatch(self._watcher)
-        self._watcher = _watch(self._pids) if self._pids else None
+        old, self._watcher = self._watcher, _watch(self._pids) if self._pids else None
+        _unwatch(old)  # after the new one holds its pipe: never a moment without one
 
     def _kill_leftovers(self):
         """Kill the process groups of mpiexec and the controller if anything survived."""

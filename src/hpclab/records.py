@@ -287,8 +287,8 @@ def load(path: str | Path) -> Run:
 
 def latest(experiment: str, out_dir: str | Path | None = None) -> Run | None:
     """The newest saved run of an experiment measured here (:func:`hpclab.inputs.resolve`:
-    this host and MPI library, not simulated, this book build when one is under way), or
-    None."""
+    this host and MPI library, not simulated, not oversubscribed, this book build when one
+    is under way), or None."""
     from hpclab import inputs
 
     return inputs.resolve(experiment, out_dir=out_dir).run

@@ -32,10 +32,18 @@ def sweep(experiment, tasks, call, progress=True):
     return records.frame(rows)
 
 
-def _meta(exp, profile, nprocs, launcher, placement, mpi_args=(), extra=None):
+def _timed(todo, n):
+    """How many ranks the tasks time at most (their ``nprocs``; all n when they do not say):
+    the other ranks wait outside MPI."""
+    counts = [t["nprocs"] for t in todo if isinstance(t.get("nprocs"), int)]
+    return max(counts) if len(counts) == len(todo) and counts else n
+
+
+def _meta(exp, profile, nprocs, launcher, placement, mpi_args=(), extra=None, timed=None):
+    # oversubscribed: the ranks that were timed had fewer cores than ranks on some host
     return records.metadata(exp.NAME, profiles.name(profile), {
         "nprocs": nprocs, "launcher": launcher, "placement": placement,
-        "oversubscribed": launch.oversubscribed(placement),
+        "oversubscribed": launch.oversubscribed(placement[:timed or len(placement)]),
         "mpi_args": list(mpi_args), "settings": profiles.get(exp.NAME, profile), **(extra or {})})
 
 
@@ -75,7 +83,8 @@ def on_engines(exp, todo, profile=None, n=None, engines=None, timeout=None, mpi_
     finally:
         if owned:
             engines.stop()
-    return records.Run(df, _meta(exp, profile, n, "ipyparallel", placement, mpi_args, extra))
+    return records.Run(df, _meta(exp, profile, n, "ipyparallel", placement, mpi_args, extra,
+                                 _timed(todo, n)))
 
 
 def in_job(exp, todo, comm=None, profile=None, progress=True, extra=None):
@@ -95,7 +104,7 @@ def in_job(exp, todo, comm=None, profile=None, progress=True, extra=None):
         return None
     df = sweep(exp.NAME, todo, call, progress)
     return records.Run(df, _meta(exp, profile, comm.Get_size(), launch.launcher_name(), placement,
-                                 (), extra))
+                                 (), extra, _timed(todo, comm.Get_size())))
 
 
 def over_ranks(exp, profile, impls, n=None, mpi_args=(), progress=True, engines=None,

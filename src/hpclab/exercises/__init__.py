@@ -49,9 +49,15 @@ def _defined(source):
     """Names a cell's code binds at its top level (assignments, def, class, import)."""
     import ast
 
+    try:  # IPython's own syntax (%time, !ls) as the Python it runs
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        source = TransformerManager().transform_cell(source)
+    except Exception:  # noqa: BLE001 - without IPython, or a cell it cannot transform
+        pass
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError):
         return set()
     out = set()
     for node in tree.body:
@@ -66,17 +72,18 @@ def _defined(source):
 
 
 def _cell_line(exc, source):
-    """'line N: <code>' of the cell where ``exc`` was raised (the deepest frame of the
-    notebook's own code), or ''."""
+    """'line N: <code>' of the cell that ran when ``exc`` was raised: the line of that cell
+    (the first frame of the notebook's code; deeper ones may be earlier cells' functions),
+    or ''."""
     import traceback
 
     lines = source.splitlines()
-    found = ""
     for frame in traceback.extract_tb(exc.__traceback__):
-        cell = "ipykernel_" in frame.filename or frame.filename.startswith("<ipython-input")
-        if cell and frame.lineno and 0 < frame.lineno <= len(lines):
-            found = f"line {frame.lineno}: {lines[frame.lineno - 1].strip()}"
-    return found
+        if "ipykernel_" in frame.filename or frame.filename.startswith("<ipython-input"):
+            if frame.lineno and 0 < frame.lineno <= len(lines):
+                return f"line {frame.lineno}: {lines[frame.lineno - 1].strip()}"
+            return ""
+    return ""
 
 
 def _after_cell(result):
