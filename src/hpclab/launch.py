@@ -513,8 +513,16 @@ def started(pid):
     except (OSError, IndexError):
         return None
 
+import select
+
 groups = [arg.split(":") for arg in sys.argv[1:]]
-if sys.stdin.readline().strip() != "stopped":
+line = None
+while line is None:
+    if select.select([sys.stdin], [], [], 1.0)[0]:
+        line = sys.stdin.readline()  # '' once the Python that started the engines is gone
+    elif not any(started(pid) == start for pid, start in groups):
+        sys.exit(0)  # the engines are gone already, however they went: nothing to watch
+if line.strip() != "stopped":
     ours = [int(pid) for pid, start in groups if started(pid) == start]
     lefts = [shm.Leftovers(pid) for pid in ours]
     for pid in ours:
