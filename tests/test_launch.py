@@ -265,6 +265,18 @@ def test_engines_stop_when_the_python_that_started_them_is_killed():
     assert not wait_dead(pids), "engines outlived the Python that started them, killed"
 
 
+def test_engines_start_from_a_python_that_inherited_an_mpi_jobs_identity(monkeypatch):
+    """A Python started by a process that initialised MPI inherits its job's variables
+    (Open MPI's singleton sets PMIX_*/OMPI_* at C level); the engines' mpiexec must not see
+    them, or under Open MPI it exits without a word and no engine registers."""
+    for key, value in {"PMIX_RANK": "0", "PMIX_NAMESPACE": "prterun-x-1@0", "PMI_RANK": "0",
+                       "OMPI_MCA_ess": "singleton", "OMPI_COMM_WORLD_SIZE": "1"}.items():
+        monkeypatch.setenv(key, value)
+    with launch.cluster(n=2, timeout=60, start_timeout=60, what="inherited identity") as e:
+        assert [r["size"] for r in e.run(launch.whoami, timeout=30)] == [2, 2]
+    assert os.environ["PMIX_RANK"] == "0", "the caller's own environment is given back"
+
+
 def test_a_binding_launcher_does_not_shrink_the_machine():
     """Pinned to one core each (as Open MPI and srun pin), ranks still see the job's cores."""
     # rank 0 hands over every rank's view at once: two ranks printing could share a line

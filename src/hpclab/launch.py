@@ -386,6 +386,20 @@ def clean_environment(env):
     return {k: v for k, v in env.items() if not k.startswith(_JOB_PREFIXES)}
 
 
+@contextlib.contextmanager
+def _without_job_identity():
+    """This process's environment without an MPI job's identity (:func:`clean_environment`)
+    while a launcher copies it: ipyparallel starts the engines' mpiexec with a copy of
+    ``os.environ``, and a Python started by a process that initialised MPI (Open MPI's
+    singleton) inherits PMIX_*/OMPI_* variables with which that mpiexec exits without a
+    word."""
+    removed = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith(_JOB_PREFIXES)}
+    try:
+        yield
+    finally:
+        os.environ.update(removed)
+
+
 def run_process(cmd, timeout, what=None, env=None, cwd=None, where=""):
     """Run a command in its own process group and return the CompletedProcess (text).
 
@@ -673,7 +687,8 @@ class Engines:
         return cluster
 
     def _start_engines(self):
-        self.cluster.start_engines_sync(self.n)
+        with _without_job_identity():
+            self.cluster.start_engines_sync(self.n)
         self._remember_pids()
         if self.client is None:
             self.client = self.cluster.connect_client_sync()
