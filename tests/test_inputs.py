@@ -37,12 +37,14 @@ def test_the_newest_run_of_this_machine_wins_over_newer_foreign_or_simulated_one
     _save(tmp_path, when="2026-03-01T00:00:00+00:00", hostname="elsewhere")
     _save(tmp_path, when="2026-04-01T00:00:00+00:00", library="Open MPI v5.0.3")
     _save(tmp_path, when="2026-05-01T00:00:00+00:00", oversubscribed=True)
+    _save(tmp_path, when="2026-06-01T00:00:00+00:00", subset="sizes 67108864 B only")
     r = inputs.resolve("pingpong", out_dir=tmp_path)
     assert r.path == real, r.report()
     reasons = " ".join(why for _, why in r.rejected)
     assert "simulated on platform two-host" in reasons and "another host (elsewhere)" in reasons
     assert "another MPI library" in reasons
     assert "more ranks than cores (oversubscribed)" in reasons
+    assert "a probe of sizes 67108864 B only" in reasons  # the PingPong lab's large message
 
 
 def test_the_profile_asked_for_and_what_the_records_lack_pass_a_run_over(tmp_path):

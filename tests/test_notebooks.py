@@ -98,7 +98,7 @@ def test_grade_cells_are_named_weighted_and_have_hidden_tests(lab):
         assert meta["grade_id"] not in ids, f"duplicate grade_id {meta['grade_id']}"
         ids.add(meta["grade_id"])
         if meta.get("grade"):
-            assert 0.5 <= meta["points"] <= 2, f"{meta['grade_id']}: keep points small"
+            assert 0.5 <= meta["points"] <= 3, f"{meta['grade_id']}: keep points small"
         if meta.get("grade") and not meta.get("solution"):
             tests += 1
             assert "BEGIN HIDDEN TESTS" in cell.source, f"{meta['grade_id']} has no hidden test"
@@ -107,6 +107,42 @@ def test_grade_cells_are_named_weighted_and_have_hidden_tests(lab):
             answers += 1
             assert "BEGIN SOLUTION" in cell.source
     assert tests >= 3 and answers >= 3
+
+
+# The labs made into whole assignments (issue 28: a kernel to write, predictions, the simulated
+# cluster, written answers with rubrics); the others follow lab by lab.
+ASSIGNMENTS = ["pingpong"]
+
+
+def _points(lab):
+    """(total, modelling) points of a lab: hand-graded answers and the checks marked
+    ``hpclab.modelling`` are on modelling and interpretation."""
+    total = modelling = 0.0
+    for cell in cells(ROOT / "solutions" / lab / f"{lab}.ipynb"):
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade"):
+            total += meta["points"]
+            if cell.cell_type == "markdown" or cell.metadata.get("hpclab", {}).get("modelling"):
+                modelling += meta["points"]
+    return total, modelling
+
+
+@pytest.mark.parametrize("lab", ASSIGNMENTS)
+def test_an_assignment_is_worth_20_points_40_percent_on_modelling_and_says_so(lab):
+    import re
+
+    total, modelling = _points(lab)
+    assert total >= 20 and modelling >= 0.4 * total, (total, modelling)
+    head = cells(ROOT / "labs" / lab / f"{lab}.ipynb")[0].source
+    assert re.search(r"Expected time: \d+–\d+ minutes", head), "say the expected time at the top"
+    said = re.search(r"(\d+) points: (\d+) for code, (\d+) for", head)
+    assert said and [float(x) for x in said.groups()] == [total, total - modelling, modelling], \
+        f"the head of the lab should say {total:g} points, {modelling:g} on modelling"
+    for cell in cells(ROOT / "solutions" / lab / f"{lab}.ipynb"):
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "markdown" and meta.get("solution"):
+            assert cell.source.startswith(f"**Rubric ({meta['points']:g} points).**"), \
+                f"{meta['grade_id']}: a written answer needs a rubric for the grader"
 
 
 @pytest.mark.parametrize("lab", LABS)

@@ -62,7 +62,8 @@ def _parser():
                        "(SimGrid SMPI; not under mpiexec)")
     s.add_argument("kernel", choices=simulate.chapters())
     s.add_argument("--platform", required=True,
-                   help="platform name (two-host, orfeo, stampede2) from hpclab/simulate/platforms")
+                   help=f"platform name ({', '.join(simulate.platform_names())}) from "
+                   "hpclab/simulate/platforms")
     s.add_argument("--ranks", default=None,
                    help="comma-separated rank counts (default: the platform's socket and node "
                    "boundaries)")

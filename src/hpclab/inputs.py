@@ -8,6 +8,7 @@ bandwidth) declares it in its experiment module (``INPUTS``) and gets the run th
 - with the MPI library this process loads,
 - not simulated (a SimGrid run describes a platform, not this machine),
 - not oversubscribed (more ranks than cores measure their turns on a core),
+- the profile's whole sweep, not a probe of a few chosen sizes (``subset`` in its metadata),
 - with the profile asked for (any profile when none is asked for),
 - within this book build, when one is under way (``HPCLAB_BUILD``, set by the book's site
   extension for the whole build), so that every page of one build uses one measurement of
@@ -77,6 +78,8 @@ def build_id() -> str | None:
 def _rejection(meta: dict, want: dict, profile: str | None, build: str | None) -> str | None:
     if meta.get("simulated"):
         return f"simulated on platform {meta.get('platform', '?')}, not measured on this machine"
+    if meta.get("subset"):
+        return f"a probe of {meta['subset']}, not the profile's sweep"
     if meta.get("oversubscribed"):
         return "run with more ranks than cores (oversubscribed): its timings measure the turns"
     m = meta.get("machine") or {}

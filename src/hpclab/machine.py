@@ -109,6 +109,14 @@ def total_cache_bytes():
     return total
 
 
+def last_level_cache_bytes():
+    """Size of one instance of the last-level data (or unified) cache, in bytes; None when
+    the machine does not say."""
+    sizes = [c["size_bytes"] for c in caches()
+             if c["size_bytes"] and c["type"] != "Instruction"]
+    return max(sizes) if sizes else None
+
+
 def memory_bytes():
     m = re.search(r"^MemTotal:\s+(\d+) kB", _read("/proc/meminfo") or "", re.MULTILINE)
     return int(m.group(1)) * 1024 if m else None

@@ -3,12 +3,16 @@ yardstick; and the loop under a clock that ticks once per message, which grades 
 arithmetic without timing anything (a shared machine's noise cannot change it)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 
 def _pingpong_on_rank(loop, nbytes, iterations, seed, ticking=False):
-    """Runs on every engine: the student's loop on buffers from hpclab_alloc; with
-    ``ticking``, under the ticking clock (see :func:`pingpong_clock_check`)."""
+    """Runs on every engine: the student's loop on buffers from hpclab_alloc, rank r < 2
+    sending the pattern of ``seed + r`` (so that an answer that echoes what it received is
+    told from one that answers with its own buffer); with ``ticking``, under the ticking
+    clock (see :func:`pingpong_clock_check`)."""
     from mpi4py import MPI
 
     from hpclab.chapters.pingpong.kernels import pattern
@@ -18,9 +22,8 @@ def _pingpong_on_rank(loop, nbytes, iterations, seed, ticking=False):
     rank = comm.Get_rank()
     sbuf, rbuf = Buffer(nbytes), Buffer(nbytes)
     send, recv = np.frombuffer(sbuf, np.uint8), np.frombuffer(rbuf, np.uint8)
-    expected = pattern(nbytes, seed)
     if rank < 2:
-        send[:] = expected
+        send[:] = pattern(nbytes, seed + rank)
     clock = [1000.0]
     given = _TickingComm(comm, clock) if ticking else comm
     real = MPI.Wtime
@@ -33,17 +36,50 @@ def _pingpong_on_rank(loop, nbytes, iterations, seed, ticking=False):
     # what arrived is compared with the pattern where the check runs, not here
     return {"rank": rank, "time": None if result is None else float(result),
             "messages": given.messages if ticking else None,
+            "barriers": given.barriers if ticking else None,
             "received": recv.copy() if rank < 2 else None}
 
 
-def _received_ok(per_rank, nbytes, seed):
-    """Both ranks 0 and 1 received the pattern, byte for byte."""
+def _received(per_rank, nbytes, seed):
+    """What ranks 0 and 1 hold after the loop: 'ok' (each the other's pattern), 'echo'
+    (rank 0 got its own pattern back: rank 1 answered with the buffer it received into),
+    else 'wrong'."""
     from hpclab.chapters.pingpong.kernels import pattern
 
-    expected = pattern(nbytes, seed).tobytes()
     got = {r["rank"]: r.get("received") for r in per_rank}
-    return all(got.get(rank) is not None and np.asarray(got[rank], dtype=np.uint8).tobytes()
-               == expected for rank in (0, 1))
+    if any(got.get(rank) is None for rank in (0, 1)):
+        return "wrong"
+    held = {rank: np.asarray(got[rank], dtype=np.uint8).tobytes() for rank in (0, 1)}
+    mine = {rank: pattern(nbytes, seed + rank).tobytes() for rank in (0, 1)}
+    if held[0] == mine[1] and held[1] == mine[0]:
+        return "ok"
+    if nbytes and held[0] == mine[0] and held[1] == mine[0]:
+        return "echo"
+    return "wrong"
+
+
+def _received_ok(per_rank, nbytes, seed):
+    """Rank 0 received rank 1's pattern and rank 1 rank 0's, byte for byte."""
+    return _received(per_rank, nbytes, seed) == "ok"
+
+
+PICKLE_CALLS = {"send", "recv", "isend", "irecv", "sendrecv", "ssend", "issend", "bcast"}
+
+
+def pickle_calls(func):
+    """The pickle-API calls (``comm.send``, ``comm.recv``...) in a function's source, by
+    name: a loop that should use the buffer API (``Send``, ``Recv``) but does not."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    except (OSError, TypeError, SyntaxError):
+        return []
+    return sorted({node.func.attr for node in ast.walk(tree)
+                   if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                   and node.func.attr in PICKLE_CALLS})
 
 
 def pingpong_check(engines, loop, nbytes, iterations=100, timeout=60, seed=3):
@@ -56,12 +92,14 @@ def pingpong_check(engines, loop, nbytes, iterations=100, timeout=60, seed=3):
     -------
     dict
         ``time``: what rank 0 returned (seconds), ``times``: every rank's
-        return value, ``received_ok``: whether both ranks received the right bytes.
+        return value, ``received_ok``: whether both ranks received the right bytes,
+        ``received``: 'ok', 'echo' or 'wrong' (see :func:`_received`).
     """
     per_rank = engines.run(_pingpong_on_rank, loop, int(nbytes), int(iterations), int(seed),
                            timeout=timeout, what=f"your ping-pong loop ({nbytes} B)")
     return {"time": per_rank[0]["time"], "times": [r["time"] for r in per_rank],
-            "received_ok": _received_ok(per_rank, nbytes, seed)}
+            "received_ok": _received_ok(per_rank, nbytes, seed),
+            "received": _received(per_rank, nbytes, seed)}
 
 
 def reference_pingpong_time(engines, nbytes, iterations=100, impl="python", timeout=60):
@@ -79,24 +117,188 @@ _ONE = {"Send", "Ssend", "Bsend", "Rsend", "Isend", "Issend", "Ibsend", "Irsend"
 _TWO = {"Sendrecv", "sendrecv", "Sendrecv_replace"}
 
 
+COLD = 50  # ticks of each of the first COLD_MESSAGES messages: cold buffers, a new connection
+COLD_MESSAGES = 2
+
+
+def _nbytes(buf):
+    """Bytes in a message argument: a buffer, or [buffer, ...] / (buffer, ...)."""
+    if isinstance(buf, (list, tuple)) and buf:
+        buf = buf[0]
+    try:
+        return memoryview(buf).nbytes
+    except TypeError:
+        return None
+
+
+def _address(buf):
+    """Where a message argument's bytes start (None when it has no buffer)."""
+    if isinstance(buf, (list, tuple)) and buf:
+        buf = buf[0]
+    try:
+        return np.frombuffer(buf, np.uint8).__array_interface__["data"][0]
+    except (TypeError, ValueError):
+        return None
+
+
+def _all_zero(buf):
+    """A non-empty send buffer that holds only zero bytes (likely never written)."""
+    if isinstance(buf, (list, tuple)) and buf:
+        buf = buf[0]
+    try:
+        data = np.frombuffer(buf, np.uint8)
+    except (TypeError, ValueError):
+        return False
+    return data.size > 0 and not data.any()
+
+
 class _TickingComm:
     """A communicator that passes everything on and advances ``clock`` by TICK for each
-    message its rank sends or receives (two for a sendrecv)."""
+    message its rank sends or receives (two for a sendrecv); with ``cold``, each of the
+    rank's first COLD_MESSAGES messages advances it by COLD ticks instead, as a first
+    message on fresh buffers takes far longer than the next ones. ``sizes``: the sizes in
+    bytes of the messages the rank sent."""
 
-    def __init__(self, comm, clock):
-        self._comm, self._clock, self.messages = comm, clock, 0
+    def __init__(self, comm, clock, cold=False):
+        self._comm, self._clock, self.messages, self._cold = comm, clock, 0, cold
+        self.sizes, self.barriers, self.unwritten = set(), 0, False
+        self.buffers = {"send": set(), "recv": set()}
 
     def __getattr__(self, name):
         attr = getattr(self._comm, name)
+        if name in ("Barrier", "barrier"):
+            self.barriers += 1
         ticks = 1 if name in _ONE else 2 if name in _TWO else 0
         if not ticks or not callable(attr):
             return attr
 
         def counted(*args, **kwargs):
-            self._clock[0] += ticks * TICK
-            self.messages += ticks
+            for _ in range(ticks):
+                cold = self._cold and self.messages < COLD_MESSAGES
+                self._clock[0] += (COLD if cold else 1) * TICK
+                self.messages += 1
+            if args:
+                kind = "send" if "send" in name.lower() else "recv"
+                self.buffers[kind].add(_address(args[0]))
+                if kind == "send":
+                    self.sizes.add(_nbytes(args[0]))
+                    self.unwritten |= _all_zero(args[0])
             return attr(*args, **kwargs)
         return counted
+
+
+def reference_loop(comm, sendbuf, recvbuf, iterations):
+    """A correct ping-pong loop (the one the lab asks for), so that the batch check grades
+    the batches alone."""
+    from mpi4py import MPI
+
+    rank = comm.Get_rank()
+    comm.Barrier()
+    t0 = MPI.Wtime()
+    for _ in range(iterations):
+        if rank == 0:
+            comm.Send(sendbuf, dest=1, tag=0)
+            comm.Recv(recvbuf, source=1, tag=0)
+        elif rank == 1:
+            comm.Recv(recvbuf, source=0, tag=0)
+            comm.Send(sendbuf, dest=0, tag=0)
+    return (MPI.Wtime() - t0) / (2 * iterations)
+
+
+def _batches_on_rank(batches, nbytes, warmup, iterations, repetitions, ticking):
+    """Runs on every engine: the student's batches around the reference loop, under the
+    cold ticking clock when ``ticking``."""
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    clock = [1000.0]
+    given = _TickingComm(comm, clock, cold=True) if ticking else comm
+    real = MPI.Wtime
+    if ticking:
+        MPI.Wtime = lambda: clock[0]
+    try:
+        result = batches(given, reference_loop, nbytes, warmup, iterations, repetitions)
+    finally:
+        MPI.Wtime = real
+    times = None if result is None else np.asarray(result, dtype=float).ravel().tolist()
+    return {"rank": comm.Get_rank(), "times": times,
+            "messages": given.messages if ticking else None,
+            "sizes": sorted(s for s in given.sizes if s is not None) if ticking else None,
+            "buffers": ({k: len(v - {None}) for k, v in given.buffers.items()}
+                        if ticking else None),
+            "shared": bool(ticking and given.buffers["send"] & given.buffers["recv"] - {None}),
+            "unwritten": bool(ticking and given.unwritten)}
+
+
+def batches_clock_check(engines, batches, nbytes=256, warmup=3, iterations=4, repetitions=5,
+                        timeout=60):
+    """Run ``batches(comm, loop, nbytes, warmup, iterations, repetitions)`` with the correct
+    loop, under a clock that ticks TICK per message, COLD ticks for each rank's first
+    COLD_MESSAGES messages.
+
+    Batches that warm up first and time each repetition on its own return exactly one TICK
+    per repetition. Returns rank 0's ``times`` in ticks, the ``messages`` each rank sent and
+    received, the message ``sizes`` rank 0 sent, how many distinct send and receive
+    ``buffers`` rank 0 used, whether a rank received into the buffer it sent from
+    (``shared``) and whether a rank sent a buffer of zero bytes only (``unwritten``).
+    """
+    per_rank = engines.run(_batches_on_rank, batches, int(nbytes), int(warmup), int(iterations),
+                           int(repetitions), True, timeout=timeout,
+                           what="your batches under a ticking clock")
+    r0 = per_rank[0]
+    return {"ticks": None if r0["times"] is None else [t / TICK for t in r0["times"]],
+            "messages": [r["messages"] for r in per_rank], "sizes": r0["sizes"],
+            "buffers": r0["buffers"], "shared": any(r["shared"] for r in per_rank[:2]),
+            "unwritten": any(r["unwritten"] for r in per_rank[:2])}
+
+
+def time_batches(engines, batches, loop, sizes, warmup=10, iterations=200, repetitions=5,
+                 timeout=60):
+    """Time the student's ``batches`` with their ``loop`` beside the library's C and Python
+    (buffer API) kernels, at the same sizes and counts, one after the other in this call.
+    A loop that calls the pickle API is replaced by :func:`reference_loop`, with a warning.
+
+    Returns a DataFrame: ``nbytes`` and the median one-way time in seconds of ``yours``,
+    ``c`` and ``python``.
+    """
+    import pandas as pd
+
+    from hpclab.chapters.pingpong import sweep
+
+    pickled = pickle_calls(loop)
+    if pickled:  # Send to a recv, or send to a Recv, waits until the timeout
+        warnings.warn(f"your loop calls {', '.join(pickled)} (the pickle API), which cannot "
+                      "talk to the buffer API on the other side: your batches are timed with "
+                      "the lab's own loop (reference_loop) instead", stacklevel=2)
+        loop = reference_loop
+    rows = []
+    for nbytes in sizes:
+        mine = engines.run(_run_batches, batches, loop, int(nbytes), int(warmup),
+                           int(iterations), int(repetitions), timeout=timeout,
+                           what=f"your batches ({nbytes} B)")[0]
+        if not mine:
+            raise ValueError(f"your batches returned {mine!r} on rank 0 for a {nbytes}-byte "
+                             f"message, not {repetitions} times")
+        if len(mine) != repetitions:  # (b) grades that; here their median is still theirs
+            warnings.warn(f"your batches returned {len(mine)} time(s) for a {nbytes}-byte "
+                          f"message, not {repetitions}: the median of those is used",
+                          stacklevel=2)
+        row = {"nbytes": int(nbytes), "yours": float(np.median(mine))}
+        for impl in ("c", "python"):
+            recs = engines.run(sweep.measure, impl, int(nbytes), int(warmup), int(iterations),
+                               int(repetitions), timeout=timeout,
+                               what=f"the library's {impl} ping-pong ({nbytes} B)")[0]
+            row[impl] = float(np.median([r["value"] for r in recs]))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _run_batches(batches, loop, nbytes, warmup, iterations, repetitions):
+    from mpi4py import MPI
+
+    out = batches(MPI.COMM_WORLD, loop, nbytes, warmup, iterations, repetitions)
+    return None if out is None else np.asarray(out, dtype=float).ravel().tolist()
+
 
 
 def pingpong_clock_check(engines, loop, nbytes, iterations=10, timeout=60, seed=5):
@@ -113,4 +315,5 @@ def pingpong_clock_check(engines, loop, nbytes, iterations=10, timeout=60, seed=
     t = per_rank[0]["time"]
     return {"time": t, "ticks": None if t is None else t / TICK,
             "messages": [r["messages"] for r in per_rank],
+            "barriers": [r["barriers"] for r in per_rank],
             "received_ok": _received_ok(per_rank, nbytes, seed)}

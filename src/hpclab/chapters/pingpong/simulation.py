@@ -49,8 +49,9 @@ def summary(run):
     g = run.records.groupby("nbytes")["value"].median()
     fit = models.fit(models.HOCKNEY, g.index.to_numpy(float), g.to_numpy(), sigma="relative")
     spec = simulate.platform(run.meta["platform"])
-    where = run.meta.get("placement_name") or "internode"
-    link = spec.get(where) or spec["internode"]
+    where = run.meta.get("placement_name") or ("internode" if spec["nodes"] > 1
+                                                else "intrasocket")
+    link = spec[where]
     return [f"Hockney fit: lambda = {fit.params['lambda'] * 1e6:.3f} us, "
             f"B = {fit.params['B'] / 1e9:.3f} GB/s; the {where} link of {spec['name']}: "
             f"{link['latency_us']:g} us, {link['bandwidth_MBps'] / 1e3:g} GB/s"]
