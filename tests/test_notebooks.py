@@ -109,9 +109,11 @@ def test_grade_cells_are_named_weighted_and_have_hidden_tests(lab):
     assert tests >= 3 and answers >= 3
 
 
-# The labs made into whole assignments (issue 28: a kernel to write, predictions, the simulated
-# cluster, written answers with rubrics); the others follow lab by lab.
-ASSIGNMENTS = ["pingpong"]
+# The labs made into whole assignments (a kernel to write, predictions, the simulated cluster,
+# written answers with rubrics) say so in their metadata; the others follow lab by lab.
+ASSIGNMENTS = [lab for lab in LABS if nbformat.read(ROOT / "solutions" / lab / f"{lab}.ipynb",
+                                                    as_version=4).metadata.get("hpclab", {})
+               .get("assignment")]
 
 
 def _points(lab):
@@ -125,6 +127,10 @@ def _points(lab):
             if cell.cell_type == "markdown" or cell.metadata.get("hpclab", {}).get("modelling"):
                 modelling += meta["points"]
     return total, modelling
+
+
+def test_the_assignments_are_found():
+    assert len(ASSIGNMENTS) >= 2, ASSIGNMENTS
 
 
 @pytest.mark.parametrize("lab", ASSIGNMENTS)

@@ -185,9 +185,10 @@ def _submission(text, replace=None):
     return nbformat.writes(nb)
 
 
-def test_gamed_checks_and_a_round_trip_as_one_way_lose_their_points(tmp_path):
-    """Graded in the sandbox: the lab's solution with the /2 forgotten loses the loop's points,
-    by a clock that ticks per message, not by a timing ratio (deterministic); a submission
+def test_gamed_checks_and_a_pickled_loop_lose_their_points(tmp_path):
+    """Graded in the sandbox: the lab's solution with one pickle-API send (which would block
+    its partner's buffer receive until the timeout) loses the loop's points and nothing else,
+    found in the loop's code where the engines run it (the grader sees no source); a submission
     that patches numpy's comparisons, the harnesses and ``require`` in its kernel and answers
     with an int whose ``==`` always holds scores nothing, because the graded cells run in
     the grader's own process on plain copies of its values."""
@@ -197,9 +198,10 @@ def test_gamed_checks_and_a_round_trip_as_one_way_lose_their_points(tmp_path):
 
     root = Path(__file__).resolve().parents[1]
     text = (root / "solutions" / "pingpong" / "pingpong.ipynb").read_text()
-    assert text.count("(2 * iterations)") == 1
+    pickled = "comm.send(sendbuf, dest=1, tag=0)"
+    assert text.count(pickled.replace("send", "Send", 1)) == 1
     lab = (root / "labs" / "pingpong" / "pingpong.ipynb").read_text()
-    for student, nb in (("dave", text.replace("(2 * iterations)", "iterations")),
+    for student, nb in (("dave", text.replace(pickled.replace("send", "Send", 1), pickled)),
                         ("mallory", _submission(lab, PATCHER))):
         dest = tmp_path / "submitted" / student / "pingpong"
         dest.mkdir(parents=True)

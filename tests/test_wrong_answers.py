@@ -1,11 +1,13 @@
-"""Each common wrong answer of a lab loses exactly its own item's points.
+"""Each common wrong answer of a lab loses exactly its own item's points, and its check says
+why in the words the case names.
 
-The solution runs once in a Jupyter kernel, as the autograder runs it (visible and hidden
-checks, quick profile). Then, for each wrong answer of tests/wrong_answers.py, its edited
-answer cells and every cell after the first of them run again, and the graded cells that
-fail must be the ones it names. Wrong answers are taken from the last edited cell to the
-first, so that each rerun starts from the solution's state: the cells before it were never
-changed, and it runs every cell from its first edit on.
+The solution runs once in a Jupyter kernel, with its visible and hidden checks inline
+(quick profile). The autograder runs the same checks in its own process on copies of the
+notebook's values (autograder/judge.py); that path is tested on the solution and the
+untouched lab by tests/test_notebooks.py, and on a wrong answer by tests/test_pingpong.py.
+Then, for each wrong answer of tests/wrong_answers/<lab>.py, its edited answer cells and the
+cells after them run again (see the test): the graded cells that fail must be the one it
+names, with an AssertionError that says its words (not a NameError, a timeout or a crash).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from wrong_answers import WRONG
+import wrong_answers
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,6 +28,10 @@ def _grade_id(cell):
 
 def _failed(cell):
     return any(o.get("output_type") == "error" for o in cell.outputs)
+
+
+def _errors(cell):
+    return [(o["ename"], o["evalue"]) for o in cell.outputs if o.get("output_type") == "error"]
 
 
 def _error(cell):
@@ -45,45 +51,92 @@ def _edited(cells, solution, edits):
     return out
 
 
+WRONG = wrong_answers.labs()
+
+
+def _names(source):
+    """(names a cell defines, names it reads), from its code after IPython's transforms; a
+    cell magic's functions (``%%cython``) count as defined by name."""
+    import ast
+    import re
+
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    tree = ast.parse(TransformerManager().transform_cell(source))
+    defined = set(re.findall(r"^\s*(?:c?p?def)\s+\w*\s*(\w+)\s*\(", source, re.M))
+    read = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else defined).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+    return defined, read
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("lab", sorted(WRONG))
 def test_each_wrong_answer_loses_only_its_own_points(lab, tmp_path, monkeypatch):
+    """A wrong answer reruns its edited cells, every graded cell after the first of them, and
+    every other cell after it that reads a name those cells (re)defined; the cells the case
+    before it edited run again with the solution's sources in the same pass, which gives the
+    state back. Cells that read nothing an answer changed (the measurements, the simulation)
+    run once."""
     from nbclient import NotebookClient
 
     monkeypatch.setenv("HPCLAB_PROFILE", "quick")
     monkeypatch.setenv("HPCLAB_RESULTS_DIR", str(tmp_path / "results"))
     nb = nbformat.read(ROOT / "solutions" / lab / f"{lab}.ipynb", as_version=4)
     solution = [c.source for c in nb.cells]
-    graded = {i for i, c in enumerate(nb.cells)
-              if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")}
-    last = max(i for i, c in enumerate(nb.cells) if c.cell_type == "code")  # stops the engines
+    code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    graded = {i for i in code if nb.cells[i].metadata.get("nbgrader", {}).get("grade")}
+    meta = nb.cells[code[-1]].metadata.get("nbgrader", {})
+    # a last cell that is neither an answer nor a check stops the engines: it runs at the end
+    last = code[-1] if not (meta.get("grade") or meta.get("solution")) else len(nb.cells)
+    names = {i: _names(solution[i]) for i in code}
     client = NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(tmp_path)}})
-    cases = sorted(((min(_edited(nb.cells, solution, w["edits"])), w) for w in WRONG[lab]),
-                   key=lambda t: -t[0])
+    cases = [(_edited(nb.cells, solution, w["edits"]), w) for w in WRONG[lab]]
     problems = []
     with client.setup_kernel(env=dict(os.environ)):
         def execute(i, source):
             nb.cells[i].source = source
             client.execute_cell(nb.cells[i], i)
 
-        for i, cell in enumerate(nb.cells[:last]):
-            if cell.cell_type == "code":
-                execute(i, solution[i])
+        def rerun(edited, first):
+            """Run the edited cells (sources from ``edited``, else the solution's), every
+            graded cell from ``first`` on, and the cells after the first edit that read what
+            changed."""
+            dirty = set()
+            for i in (i for i in code if min(edited) <= i < last):
+                if i in edited or names[i][1] & dirty or (i in graded and i >= first):
+                    execute(i, edited.get(i) or solution[i])
+                    dirty |= names[i][0] | (_names(edited[i])[0] if edited.get(i) else set())
+
+        for i in code[:-1]:
+            execute(i, solution[i])
         broken = {_grade_id(nb.cells[i]): _error(nb.cells[i]) for i in graded
                   if i < last and _failed(nb.cells[i])}
         assert not broken, f"the solution of {lab} fails {broken}"
-        for first, wrong in cases:
-            edited = _edited(nb.cells, solution, wrong["edits"])
-            for i in range(first, last):
-                if nb.cells[i].cell_type == "code":
-                    execute(i, edited.get(i, solution[i]))
-            lost = {_grade_id(nb.cells[i]) for i in graded if i >= first and i < last
+        restore = {}  # the last case's edited cells, run again with the solution's sources
+        for edited, wrong in cases:
+            first = min(edited)
+            rerun({**restore, **edited}, first)
+            lost = {_grade_id(nb.cells[i]) for i in graded if first <= i < last
                     and _failed(nb.cells[i])}
+            said = [e for i in graded if _grade_id(nb.cells[i]) in wrong["loses"]
+                    for e in _errors(nb.cells[i])]
+            if lost == set(wrong["loses"]) and not all(
+                    name == "AssertionError" and wrong["says"] in text for name, text in said):
+                problems.append(f"{wrong['why']}: the check did not say {wrong['says']!r}: "
+                                f"{said}")
             if lost != set(wrong["loses"]):
                 problems.append(f"{wrong['why']}: lost {sorted(lost) or 'nothing'}, expected "
                                 f"{wrong['loses']}; " + " | ".join(
                                     f"{_grade_id(nb.cells[i])}: {_error(nb.cells[i])}"
                                     for i in graded if i >= first and _failed(nb.cells[i])))
-        execute(last, solution[last])
+            restore = dict.fromkeys(edited, None)
+        if restore:
+            rerun(restore, len(nb.cells))
+        if last < len(nb.cells):
+            execute(last, solution[last])
     assert not problems, "\n".join(problems)

@@ -386,18 +386,16 @@ def clean_environment(env):
     return {k: v for k, v in env.items() if not k.startswith(_JOB_PREFIXES)}
 
 
-@contextlib.contextmanager
-def _without_job_identity():
-    """This process's environment without an MPI job's identity (:func:`clean_environment`)
-    while a launcher copies it: ipyparallel starts the engines' mpiexec with a copy of
-    ``os.environ``, and a Python started by a process that initialised MPI (Open MPI's
-    singleton) inherits PMIX_*/OMPI_* variables with which that mpiexec exits without a
-    word."""
-    removed = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith(_JOB_PREFIXES)}
-    try:
-        yield
-    finally:
-        os.environ.update(removed)
+def without_job_identity(cmd, env=None):
+    """``cmd`` preceded by ``env -u NAME`` for each variable of ``env`` (default: this
+    process's) by which an MPI job describes itself (:func:`clean_environment`).
+    ipyparallel starts the engines' mpiexec with a copy of ``os.environ``, and a Python
+    started by a process that had initialised MPI (Open MPI's singleton sets PMIX_*/OMPI_*
+    at C level) inherits them: with them, Open MPI's mpiexec exits without a word. This
+    process's own environment is left as it is."""
+    env = os.environ if env is None else env
+    unset = sorted(k for k in env if k.startswith(_JOB_PREFIXES))
+    return ["env", *(a for k in unset for a in ("-u", k)), *cmd] if unset else list(cmd)
 
 
 def run_process(cmd, timeout, what=None, env=None, cwd=None, where=""):
@@ -647,7 +645,7 @@ class Engines:
             cluster = ipp.Cluster(engines="mpi", n=self.n, profile_dir=self.profile_dir,
                                   log_level=40, controller_args=HEARTBEAT)
             cluster.config.MPIEngineSetLauncher.environment = {**extra_env, **self.environment}
-            cluster.config.MPIEngineSetLauncher.mpi_cmd = [find_mpiexec()]
+            cluster.config.MPIEngineSetLauncher.mpi_cmd = without_job_identity([find_mpiexec()])
             cluster.config.MPIEngineSetLauncher.mpi_args = extra_args + _allow_overload(
                 self.mpi_args, self.n)
         self.cluster = cluster
@@ -687,8 +685,7 @@ class Engines:
         return cluster
 
     def _start_engines(self):
-        with _without_job_identity():
-            self.cluster.start_engines_sync(self.n)
+        self.cluster.start_engines_sync(self.n)
         self._remember_pids()
         if self.client is None:
             self.client = self.cluster.connect_client_sync()

@@ -262,6 +262,28 @@ class Fit:
     def npoints(self):
         return int(np.shape(self.x)[-1])
 
+    def interval(self, x, level=0.95):
+        """The model's value at ``x`` with its ``level`` confidence interval, (value, low,
+        high): the parameters' covariance carried through the model's gradient (delta
+        method), with Student's t of the fit's degrees of freedom. Infinite when the fit has
+        none to spare (as many points as parameters)."""
+        from hpclab.stats import t_quantile
+
+        p = np.array(list(self.params.values()), dtype=float)
+        value = float(self.model(x, *p))
+        if self.dof < 1 or not np.all(np.isfinite(self.covariance)):
+            return value, -np.inf, np.inf
+        grad = np.empty(p.size)
+        for i in range(p.size):
+            h = 1e-6 * (abs(p[i]) or 1.0)
+            up, down = p.copy(), p.copy()
+            up[i] += h
+            down[i] -= h
+            grad[i] = (float(self.model(x, *up)) - float(self.model(x, *down))) / (2 * h)
+        half = t_quantile(0.5 + level / 2, self.dof) * float(np.sqrt(max(grad @ self.covariance
+                                                                        @ grad, 0.0)))
+        return value, value - half, value + half
+
     def words(self, param, quantity, unit="", scale=1.0, digits=2, name=None, **kw):
         """The estimate of ``param`` with its 95% interval in words
         (:func:`hpclab.stats.estimate_words` with the parameter's declared domain): scaled

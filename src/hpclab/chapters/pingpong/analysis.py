@@ -29,25 +29,34 @@ QUICK_BIG_BYTES = 1 << 20   # the quick profile's "large" message: in the cache,
 BIG_COUNTS = {"warmup": 2, "iterations": 10}  # round trips of a message beyond the cache
 
 
-def big_message(profile=None):
-    """A message size whose buffers do not fit in the last-level cache, and words on why.
+def big_message(profile=None, sizes=()):
+    """A message size whose buffers do not fit in the last-level cache, and words on why
+    (and on which of ``sizes``, the sweep's, do fit with their buffers).
 
-    Two ranks each hold a send and a receive buffer, so a message twice as large as one
-    last-level cache makes a working set of eight caches. The quick profile uses
-    QUICK_BIG_BYTES instead (in the cache: its timing says nothing about memory)."""
+    Two ranks each hold a send and a receive buffer, so a message of n bytes makes a
+    working set of 4n: the size is twice the last-level cache (at least 8 MiB). The quick
+    profile uses QUICK_BIG_BYTES instead (in the cache: its timing says nothing about
+    memory)."""
     from hpclab import machine
 
-    llc = machine.last_level_cache_bytes()
     if profiles.name(profile) == "quick":
         return QUICK_BIG_BYTES, (f"{QUICK_BIG_BYTES >> 20} MiB: the quick profile's size, "
                                  "inside the cache; this timing means nothing about memory")
+    llc = machine.last_level_cache_bytes()
     if not llc:
         return 64 << 20, ("64 MiB: this machine does not report its cache sizes, so the size "
                           "is a guess that exceeds the last-level caches of current CPUs")
     nbytes = max(8 << 20, 2 * llc)
-    return nbytes, (f"{nbytes / 2**20:g} MiB, twice this machine's last-level cache "
-                    f"({llc / 2**20:g} MiB): the four buffers of the two ranks are eight times "
-                    "it")
+    words = (f"{nbytes / 2**20:g} MiB; this machine's last-level cache holds "
+             f"{llc / 2**20:g} MiB, so the four buffers of the two ranks are "
+             f"{4 * nbytes / llc:g} times it")
+    fit = [n for n in sizes if 0 < 4 * n <= llc]
+    if sizes:
+        words += (f". Of the sweep's sizes, those up to {max(fit)} B fit in it with their "
+                  "buffers; the larger ones do not" if fit else
+                  ". None of the sweep's sizes fits in it with its buffers")
+    return nbytes, words
+
 
 def summary(df):
     """Median, best and worst one-way time and the bandwidth per implementation and size."""

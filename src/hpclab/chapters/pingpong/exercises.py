@@ -20,6 +20,10 @@ def _pingpong_on_rank(loop, nbytes, iterations, seed, ticking=False):
 
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
+    pickled = pickle_calls(loop)
+    if pickled:  # every rank sees the same function, so every rank returns here
+        return {"rank": rank, "time": None, "messages": None, "barriers": None,
+                "received": None, "pickled": pickled}
     sbuf, rbuf = Buffer(nbytes), Buffer(nbytes)
     send, recv = np.frombuffer(sbuf, np.uint8), np.frombuffer(rbuf, np.uint8)
     if rank < 2:
@@ -37,7 +41,7 @@ def _pingpong_on_rank(loop, nbytes, iterations, seed, ticking=False):
     return {"rank": rank, "time": None if result is None else float(result),
             "messages": given.messages if ticking else None,
             "barriers": given.barriers if ticking else None,
-            "received": recv.copy() if rank < 2 else None}
+            "received": recv.copy() if rank < 2 else None, "pickled": []}
 
 
 def _received(per_rank, nbytes, seed):
@@ -63,23 +67,23 @@ def _received_ok(per_rank, nbytes, seed):
     return _received(per_rank, nbytes, seed) == "ok"
 
 
-PICKLE_CALLS = {"send", "recv", "isend", "irecv", "sendrecv", "ssend", "issend", "bcast"}
+PICKLE_CALLS = {"send", "recv", "isend", "irecv", "sendrecv", "ssend", "issend"}
 
 
 def pickle_calls(func):
-    """The pickle-API calls (``comm.send``, ``comm.recv``...) in a function's source, by
-    name: a loop that should use the buffer API (``Send``, ``Recv``) but does not."""
-    import ast
-    import inspect
-    import textwrap
-
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
-    except (OSError, TypeError, SyntaxError):
-        return []
-    return sorted({node.func.attr for node in ast.walk(tree)
-                   if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                   and node.func.attr in PICKLE_CALLS})
+    """The pickle API's point-to-point calls (``comm.send``, ``comm.recv``...) a function
+    names, read from its compiled code (so it works wherever the function runs, without its
+    source): a loop that should use the buffer API (``Send``, ``Recv``) but does not. Such a
+    loop is not run by the checks: one side pickling while the other waits on a buffer
+    would block until the timeout."""
+    names, todo = set(), [getattr(func, "__code__", None)]
+    while todo:
+        code = todo.pop()
+        if code is None:
+            continue
+        names |= set(code.co_names)
+        todo += [c for c in code.co_consts if hasattr(c, "co_names")]
+    return sorted(names & PICKLE_CALLS)
 
 
 def pingpong_check(engines, loop, nbytes, iterations=100, timeout=60, seed=3):
@@ -93,13 +97,14 @@ def pingpong_check(engines, loop, nbytes, iterations=100, timeout=60, seed=3):
     dict
         ``time``: what rank 0 returned (seconds), ``times``: every rank's
         return value, ``received_ok``: whether both ranks received the right bytes,
-        ``received``: 'ok', 'echo' or 'wrong' (see :func:`_received`).
+        ``received``: 'ok', 'echo' or 'wrong' (see :func:`_received`), ``pickled``: the
+        pickle-API calls the loop names (:func:`pickle_calls`; such a loop is not run).
     """
     per_rank = engines.run(_pingpong_on_rank, loop, int(nbytes), int(iterations), int(seed),
                            timeout=timeout, what=f"your ping-pong loop ({nbytes} B)")
     return {"time": per_rank[0]["time"], "times": [r["time"] for r in per_rank],
             "received_ok": _received_ok(per_rank, nbytes, seed),
-            "received": _received(per_rank, nbytes, seed)}
+            "received": _received(per_rank, nbytes, seed), "pickled": per_rank[0]["pickled"]}
 
 
 def reference_pingpong_time(engines, nbytes, iterations=100, impl="python", timeout=60):
@@ -117,6 +122,7 @@ _ONE = {"Send", "Ssend", "Bsend", "Rsend", "Isend", "Issend", "Ibsend", "Irsend"
 _TWO = {"Sendrecv", "sendrecv", "Sendrecv_replace"}
 
 
+BARRIER_TICKS = 7  # a barrier's ticks: a loop that times its barrier reads more than one tick
 COLD = 50  # ticks of each of the first COLD_MESSAGES messages: cold buffers, a new connection
 COLD_MESSAGES = 2
 
@@ -156,8 +162,8 @@ class _TickingComm:
     """A communicator that passes everything on and advances ``clock`` by TICK for each
     message its rank sends or receives (two for a sendrecv); with ``cold``, each of the
     rank's first COLD_MESSAGES messages advances it by COLD ticks instead, as a first
-    message on fresh buffers takes far longer than the next ones. ``sizes``: the sizes in
-    bytes of the messages the rank sent."""
+    message on fresh buffers takes far longer than the next ones; a barrier advances it by
+    BARRIER_TICKS. ``sizes``: the sizes in bytes of the messages the rank sent."""
 
     def __init__(self, comm, clock, cold=False):
         self._comm, self._clock, self.messages, self._cold = comm, clock, 0, cold
@@ -166,8 +172,12 @@ class _TickingComm:
 
     def __getattr__(self, name):
         attr = getattr(self._comm, name)
-        if name in ("Barrier", "barrier"):
-            self.barriers += 1
+        if name in ("Barrier", "barrier") and callable(attr):
+            def barrier(*args, **kwargs):
+                self.barriers += 1
+                self._clock[0] += BARRIER_TICKS * TICK
+                return attr(*args, **kwargs)
+            return barrier
         ticks = 1 if name in _ONE else 2 if name in _TWO else 0
         if not ticks or not callable(attr):
             return attr
@@ -226,7 +236,10 @@ def _batches_on_rank(batches, nbytes, warmup, iterations, repetitions, ticking):
             "sizes": sorted(s for s in given.sizes if s is not None) if ticking else None,
             "buffers": ({k: len(v - {None}) for k, v in given.buffers.items()}
                         if ticking else None),
-            "shared": bool(ticking and given.buffers["send"] & given.buffers["recv"] - {None}),
+            # one buffer for both directions (fresh buffers per batch may reuse addresses,
+            # so only a single buffer in all is taken as shared)
+            "shared": bool(ticking and nbytes and len((given.buffers["send"]
+                                                        | given.buffers["recv"]) - {None}) == 1),
             "unwritten": bool(ticking and given.unwritten)}
 
 
@@ -256,7 +269,8 @@ def time_batches(engines, batches, loop, sizes, warmup=10, iterations=200, repet
                  timeout=60):
     """Time the student's ``batches`` with their ``loop`` beside the library's C and Python
     (buffer API) kernels, at the same sizes and counts, one after the other in this call.
-    A loop that calls the pickle API is replaced by :func:`reference_loop`, with a warning.
+    A loop that names the pickle API (:func:`pickle_calls`) is replaced by
+    :func:`reference_loop`, with a warning.
 
     Returns a DataFrame: ``nbytes`` and the median one-way time in seconds of ``yours``,
     ``c`` and ``python``.
@@ -266,7 +280,7 @@ def time_batches(engines, batches, loop, sizes, warmup=10, iterations=200, repet
     from hpclab.chapters.pingpong import sweep
 
     pickled = pickle_calls(loop)
-    if pickled:  # Send to a recv, or send to a Recv, waits until the timeout
+    if pickled:  # a pickled send to a buffer Recv would wait until the timeout
         warnings.warn(f"your loop calls {', '.join(pickled)} (the pickle API), which cannot "
                       "talk to the buffer API on the other side: your batches are timed with "
                       "the lab's own loop (reference_loop) instead", stacklevel=2)
@@ -303,11 +317,14 @@ def _run_batches(batches, loop, nbytes, warmup, iterations, repetitions):
 
 def pingpong_clock_check(engines, loop, nbytes, iterations=10, timeout=60, seed=5):
     """Run ``loop`` with MPI.Wtime replaced by a clock that advances by TICK for every message
-    a rank sends or receives through the communicator it is given.
+    a rank sends or receives through the communicator it is given, and by BARRIER_TICKS for
+    a barrier.
 
-    A loop that times ``iterations`` round trips with MPI.Wtime and divides by 2·iterations
-    returns exactly one TICK: ``ticks`` is rank 0's result in ticks (1 for the one-way time,
-    2 for a round trip). ``messages``: messages each rank sent and received.
+    A loop that times ``iterations`` round trips with MPI.Wtime, after its barrier, and
+    divides by 2·iterations returns exactly one TICK: ``ticks`` is rank 0's result in ticks
+    (1 for the one-way time, 2 for a round trip, 1 + BARRIER_TICKS / (2·iterations) when the
+    barrier is timed). ``messages``: messages each rank sent and received; ``barriers``:
+    barriers each rank called.
     """
     per_rank = engines.run(_pingpong_on_rank, loop, int(nbytes), int(iterations),
                            int(seed), True, timeout=timeout,
@@ -316,4 +333,5 @@ def pingpong_clock_check(engines, loop, nbytes, iterations=10, timeout=60, seed=
     return {"time": t, "ticks": None if t is None else t / TICK,
             "messages": [r["messages"] for r in per_rank],
             "barriers": [r["barriers"] for r in per_rank],
-            "received_ok": _received_ok(per_rank, nbytes, seed)}
+            "received_ok": _received_ok(per_rank, nbytes, seed),
+            "pickled": per_rank[0]["pickled"]}

@@ -25,3 +25,41 @@ def stream_triad_check(triad, n, threads=1, scalar=None, seed=1):
     return {"correct": bool(np.allclose(a, b0 + scalar * c0, rtol=1e-12, atol=0)),
             "inputs_untouched": bool(np.array_equal(b, b0) and np.array_equal(c, c0)),
             "seconds": seconds}
+
+
+def stream_cache_elements(at_most=None):
+    """Doubles per array for a triad whose three arrays fill half of this machine's
+    last-level cache (1 MiB assumed when the machine does not say), at most ``at_most``,
+    and words on why."""
+    from hpclab import machine
+
+    llc = machine.last_level_cache_bytes()
+    n = max(1024, (llc or 1 << 20) // (2 * 24))
+    where = (f"this machine's last-level cache of {llc / 2**20:g} MiB" if llc else
+             "a cache of 1 MiB (this machine does not report its caches)")
+    if at_most is not None and n > at_most:
+        return int(at_most), (f"{int(at_most):,} doubles per array, a quarter of n_big: n_big "
+                              f"is inside {where} too (the quick profile), so this part "
+                              "cannot show what the cache changes")
+    return n, f"{n:,} doubles per array: the three arrays fill half of {where}"
+
+
+def stream_time_triad(triad, n, threads, batches=10, min_seconds=2e-3):
+    """Time ``triad(a, b, c, 3.0, threads)`` on written arrays of n doubles: one untimed
+    call, then ``batches`` batches of as many calls as make one batch last at least
+    ``min_seconds``. Returns the time of one call in each batch (seconds, a list)."""
+    import time
+
+    a, b, c = np.zeros(n), np.full(n, 2.0), np.full(n, 0.5)
+    triad(a, b, c, 3.0, int(threads))
+    t0 = time.perf_counter()
+    triad(a, b, c, 3.0, int(threads))
+    one = max(time.perf_counter() - t0, 1e-7)
+    calls = max(1, int(min_seconds / one))
+    out = []
+    for _ in range(batches):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            triad(a, b, c, 3.0, int(threads))
+        out.append((time.perf_counter() - t0) / calls)
+    return out

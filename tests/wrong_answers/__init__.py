@@ -1,0 +1,17 @@
+"""The common wrong answers of each lab, one module per lab (named for it): each module's
+``WRONG`` lists cases made by :func:`case`. A case is an edit of the solution's answer cells,
+the graded cell it must fail (``loses``) and words the failing check must say (``says``, in
+its AssertionError); every other graded cell must still pass (tests/test_wrong_answers.py).
+An edit is ``(answer cell's grade_id, old text, new text)``."""
+import importlib
+from pathlib import Path
+
+
+def case(why, loses, says, *edits):
+    return {"why": why, "loses": [loses], "says": says, "edits": list(edits)}
+
+
+def labs():
+    """{lab: its wrong answers} for every lab with a module here."""
+    return {p.stem: importlib.import_module(f"wrong_answers.{p.stem}").WRONG
+            for p in sorted(Path(__file__).parent.glob("*.py")) if p.stem != "__init__"}
