@@ -33,6 +33,15 @@ def test_cli_writes_compute_and_halo_for_every_decomposition(cli_run):
     assert meta["oversubscribed"] is False
 
 
+def test_a_sweep_asked_for_more_ranks_than_cores_starts_and_times_only_the_cores():
+    """run(n > cores) starts no more engines than the ranks it times (P up to the cores)
+    instead of being refused as oversubscribed."""
+    cores = launch.usable_cores()
+    df, meta = exp.run(profile="quick", impls=["c"], n=cores + 1, progress=False, timeout=120)
+    assert meta["nprocs"] == cores and meta["oversubscribed"] is False, meta
+    assert int(df["nprocs"].max()) == cores
+
+
 def test_more_ranks_than_cores_measure_nothing_unless_asked_and_then_say_so(tmp_path):
     cores = launch.usable_cores()
     cmd = [sys.executable, "-m", "hpclab", "run", "jacobi", "--profile", "quick", "--quiet",

@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hpclab import shm
+from hpclab import processes, shm
 
 DEFAULT_TIMEOUT = 120.0
 START_TIMEOUT = 90.0
@@ -515,17 +515,9 @@ atexit.register(_stop_all_at_exit)
 # stopped only while that same leader runs: a group whose leader exited, and whose number a
 # new process took since, is left alone.
 _WATCHER = """
-import os, signal, sys
-from hpclab import shm
-
-def started(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-import select
+import os, select, signal, sys
+from hpclab import processes, shm
+from hpclab.processes import start_time as started
 
 groups = [arg.split(":") for arg in sys.argv[1:]]
 line = None
@@ -547,19 +539,11 @@ if line.strip() != "stopped":
 """
 
 
-def _start_time(pid):
-    """Field 22 of /proc/<pid>/stat (the process's start, in clock ticks since boot)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
 def _watch(pids):
     """Start a watcher of the process groups ``pids`` (see _WATCHER); its Popen, or None
     (with a warning) when no process can be started now."""
     groups = [f"{pid}:{start}" for pid in sorted(pids)
-              if (start := _start_time(pid)) is not None]
+              if (start := processes.start_time(pid)) is not None]
     try:
         return subprocess.Popen([sys.executable, "-c", _WATCHER, *groups],
                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,

@@ -1,5 +1,5 @@
-"""Whether a process is running, read from ``/proc``: no signal is sent, so it answers for
-any user's process, and a zombie (ended, not yet reaped) counts as gone."""
+"""Whether a process is running, and since when, read from ``/proc``: no signal is sent, so it
+answers for any user's process, and a zombie (ended, not yet reaped) counts as gone."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,3 +12,13 @@ def alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state not in ("Z", "X")
+
+
+def start_time(pid: int) -> str | None:
+    """Field 22 of /proc/<pid>/stat: the process's start, in clock ticks since boot (None when
+    it is gone). A pid with the same start time is the same process, not a later one that
+    took its number."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None

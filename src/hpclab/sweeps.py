@@ -110,9 +110,14 @@ def in_job(exp, todo, comm=None, profile=None, progress=True, extra=None):
 def over_ranks(exp, profile, impls, n=None, mpi_args=(), progress=True, engines=None,
                timeout=None):
     """:func:`on_engines` for a sweep over P = 1 .. n ranks (``exp.tasks(profile, impls,
-    largest P)``; default n: the chapter's ``NPROCS``), P never above the cores."""
+    largest P)``; default n: the chapter's ``NPROCS``), P never above the cores. Engines it
+    starts itself are no more than the ranks it times (and the chapter's minimum), so an n
+    above the cores sweeps up to the cores instead of being refused as oversubscribed."""
     n = n or (engines.n if engines is not None else exp.NPROCS)
-    todo = exp.tasks(profile, impls, min(n, launch.usable_cores()))
+    largest = min(n, launch.usable_cores())
+    todo = exp.tasks(profile, impls, largest)
+    if engines is None:
+        n = min(n, max(largest, registry.get(exp.NAME).min_procs))
     return on_engines(exp, todo, profile=profile, n=n, engines=engines, timeout=timeout,
                       mpi_args=mpi_args, progress=progress, describe=exp._describe,
                       extra={"implementations": list(impls)})
