@@ -16,6 +16,17 @@ def test_book_builds_without_warnings(book):
     assert (html / "index.html").exists()
 
 
+def test_getting_started_lists_what_each_chapter_needs_from_the_declarations(book):
+    """The table is made from the declarations at build time (no hand-kept list)."""
+    from hpclab.kernels import registry
+
+    html, _ = book
+    page = (html / "book" / "getting-started.html").read_text()
+    for slug, k in registry.kernels().items():
+        assert f"labs/{slug}/{slug}.ipynb" in page and k.lab_needs.split(";")[0] in page, slug
+    assert "made from the chapters" not in page, "the marker was left in the page"
+
+
 @pytest.mark.parametrize("slug", CHAPTERS)
 def test_every_chapter_has_figures_a_machine_line_and_its_lab(book, slug):
     html, _ = book

@@ -30,3 +30,31 @@ def test_rank_1_of_python_m_hpclab_run_loads_no_analysis_library(slug, tmp_path)
     loaded = [line for line in r.stdout.splitlines() if line.startswith("RANK1 LOADED")]
     assert loaded == ["RANK1 LOADED []"], r.stdout[-3000:] + r.stderr[-2000:]
     assert list(tmp_path.glob(f"{slug}-*.csv")), "rank 0 saved no records"
+
+
+def test_the_getting_started_table_is_made_from_the_declarations():
+    """The page carries the marker, not a hand-kept table; the site's extension puts the
+    table there, in the book's order, with the chapters whose records help from ``inputs``."""
+    import importlib.util
+    import re
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("hpclab_site",
+                                                  root / "book" / "_ext" / "hpclab_site.py")
+    site = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(site)
+    page = (root / "book" / "getting-started.md").read_text()
+    assert site.NEEDS_MARKER in page and "| chapter |" not in page
+    source = [page]
+    site.needs_table(SimpleNamespace(srcdir=str(root)), "book/getting-started", source)
+    rows = [line for line in source[0].splitlines() if line.startswith("| ")][1:]
+    kernels = registry.kernels()
+    order = re.findall(r"file:\s*book/([\w-]+)/index", (root / "_toc.yml").read_text())
+    assert sorted(order) == sorted(kernels), "every chapter has its page in the book's order"
+    assert [r.split("|")[1].strip() for r in rows] == [kernels[s].title for s in order]
+    for slug, k in kernels.items():
+        row = next(r for r in rows if f"labs/{slug}/" in r)
+        assert k.lab_needs in row
+        assert all(kernels[s].title in row for s in k.inputs), (slug, row)

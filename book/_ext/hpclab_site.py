@@ -11,6 +11,9 @@
   folder has none, and the link is left out rather than pointing nowhere.
 * The site's own style sheet, ``book/_static/hpclab.css``: printed text wraps on a phone,
   wide tables get smaller type there and a shadow on the side that scrolls.
+* The *Getting started* table of what each chapter's lab needs is made from the chapters'
+  declarations (:func:`hpclab.chapters.needs_table`), in the book's order, where the page has
+  its marker.
 * One build, one measurement of each quantity: the build gets an id (``HPCLAB_BUILD``,
   inherited by every page's kernel), the runs its pages save carry it, and a page that takes
   another chapter's measurement (``hpclab.inputs``) takes that build's, whichever page ran
@@ -100,6 +103,20 @@ def style_sheet(app, config):
     config.html_static_path = [*config.html_static_path, str(STATIC)]
 
 
+NEEDS_MARKER = "<!-- the table of what each chapter needs: made from the chapters' declarations -->"
+
+
+def needs_table(app, docname, source):
+    """Put the table of what each chapter needs where a page has NEEDS_MARKER."""
+    if NEEDS_MARKER not in source[0]:
+        return
+    from hpclab.chapters import needs_table as table
+
+    toc = Path(app.srcdir) / "_toc.yml"
+    order = re.findall(r"file:\s*book/([\w-]+)/index", toc.read_text()) if toc.exists() else []
+    source[0] = source[0].replace(NEEDS_MARKER, table(order))
+
+
 def build_id(app, config):
     import uuid
 
@@ -112,4 +129,5 @@ def setup(app):
     app.connect("config-inited", style_sheet)
     app.add_css_file("hpclab.css")
     app.connect("build-finished", dedupe_pages)
+    app.connect("source-read", needs_table)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

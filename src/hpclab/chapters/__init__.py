@@ -76,3 +76,21 @@ def reexport(here, module):
         return sorted(set(vars(sys.modules[here])) | set(dir(module)))
 
     return __getattr__, __dir__
+
+
+def needs_table(order: list[str] | None = None) -> str:
+    """The Markdown table of what each chapter's lab needs (the book's *Getting started*),
+    from the declarations: ``lab_needs``, and the chapters whose records help (``inputs``).
+    ``order``: slugs in the book's order (the others follow, alphabetically)."""
+    from hpclab.kernels import registry
+
+    kernels = registry.kernels()
+    slugs = [s for s in (order or []) if s in kernels]
+    slugs += [s for s in kernels if s not in slugs]
+    rows = ["| chapter | ranks, threads and tools | lab notebook |", "|---|---|---|"]
+    for slug in slugs:
+        k = kernels[slug]
+        helps = [kernels[s].title for s in k.inputs if s in kernels]
+        needs = k.lab_needs + (f"; {' and '.join(helps)} records help" if helps else "")
+        rows.append(f"| {k.title} | {needs} | `labs/{slug}/{slug}.ipynb` |")
+    return "\n".join(rows)

@@ -148,6 +148,9 @@ class Kernel:
     inputs : dict
         The measurements the chapter takes from other chapters: ``{slug: what it takes}``,
         resolved by :mod:`hpclab.inputs` (``python -m hpclab inputs <slug>``).
+    lab_needs : str
+        What the chapter's lab runs on (ranks, threads, tools), for the book's table of what
+        each chapter needs; the other chapters whose records help come from ``inputs``.
     """
 
     slug: str
@@ -166,6 +169,7 @@ class Kernel:
     record_metric: tuple | None = None
     extra: dict = field(default_factory=dict)
     inputs: dict = field(default_factory=dict)
+    lab_needs: str = ""
 
     def param(self, name):
         for p in self.params:

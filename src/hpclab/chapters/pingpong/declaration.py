@@ -33,4 +33,5 @@ KERNEL = Kernel(
         "full": {"sizes": [0] + [1 << k for k in range(23)], "scale": 1, "repetitions": 20,
                  "timeout": 900},
     },
+    lab_needs="2 MPI ranks; SimGrid's SMPI for its simulated cluster",
 )

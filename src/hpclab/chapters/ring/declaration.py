@@ -41,4 +41,5 @@ KERNEL = Kernel(
                  "repetitions": 10, "check_upto": 8, "timeout": 900},
     },
     inputs={"pingpong": "the C kernel's median one-way time of messages up to 8 bytes"},
+    lab_needs="1 .. cores for timings, 4 engines for its correctness checks",
 )

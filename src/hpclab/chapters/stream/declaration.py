@@ -40,4 +40,6 @@ KERNEL = Kernel(
         "standard": {"n": None, "ntimes": 10, "binds": ["close", "spread"], "timeout": 900},
         "full": {"n": None, "ntimes": 20, "binds": ["close", "spread"], "timeout": 1800},
     },
+    lab_needs=("OpenMP threads 1 .. cores; a second NUMA node and `numactl` for close and "
+               "distant memory"),
 )
