@@ -309,9 +309,13 @@ def test_every_submission_gets_a_status_and_the_good_one_full_marks(hostile):
     assert status["parricide"] == "failed", status
     assert "SIGKILL" in rows["parricide"]["reason"], rows["parricide"]
     assert "File too large" in rows["flooder"]["reason"] or status["flooder"] == "graded"
-    for student in ("untouched", "tester", "hog", "forker", "reader", "deleter", "networker",
+    for student in ("untouched", "tester", "hog", "reader", "deleter", "networker",
                     "orphans", "spy", "patcher"):
         assert status[student] in ("graded", "failed"), (student, rows[student])
+    # forking up to the process cap takes a loaded machine longer than the WALL of this test:
+    # stopped at the wall it is contained all the same (the leftover checks look for its
+    # children)
+    assert status["forker"] in ("graded", "failed", "timed out"), rows["forker"]
 
 
 def test_each_refused_submission_has_its_own_row_and_reason(hostile):
