@@ -127,35 +127,15 @@ COLD = 50  # ticks of each of the first COLD_MESSAGES messages: cold buffers, a 
 COLD_MESSAGES = 2
 
 
-def _nbytes(buf):
-    """Bytes in a message argument: a buffer, or [buffer, ...] / (buffer, ...)."""
-    if isinstance(buf, (list, tuple)) and buf:
-        buf = buf[0]
+def _bytes_of(arg):
+    """The bytes of a message argument (a buffer, or [buffer, ...] / (buffer, ...)) as a
+    uint8 array over the same memory; None when it has no buffer (a pickled object)."""
+    if isinstance(arg, (list, tuple)) and arg:
+        arg = arg[0]
     try:
-        return memoryview(buf).nbytes
-    except TypeError:
-        return None
-
-
-def _address(buf):
-    """Where a message argument's bytes start (None when it has no buffer)."""
-    if isinstance(buf, (list, tuple)) and buf:
-        buf = buf[0]
-    try:
-        return np.frombuffer(buf, np.uint8).__array_interface__["data"][0]
+        return np.frombuffer(arg, np.uint8)
     except (TypeError, ValueError):
         return None
-
-
-def _all_zero(buf):
-    """A non-empty send buffer that holds only zero bytes (likely never written)."""
-    if isinstance(buf, (list, tuple)) and buf:
-        buf = buf[0]
-    try:
-        data = np.frombuffer(buf, np.uint8)
-    except (TypeError, ValueError):
-        return False
-    return data.size > 0 and not data.any()
 
 
 class _TickingComm:
@@ -189,10 +169,12 @@ class _TickingComm:
                 self.messages += 1
             if args:
                 kind = "send" if "send" in name.lower() else "recv"
-                self.buffers[kind].add(_address(args[0]))
+                data = _bytes_of(args[0])
+                self.buffers[kind].add(None if data is None
+                                       else data.__array_interface__["data"][0])
                 if kind == "send":
-                    self.sizes.add(_nbytes(args[0]))
-                    self.unwritten |= _all_zero(args[0])
+                    self.sizes.add(None if data is None else data.size)
+                    self.unwritten |= data is not None and data.size > 0 and not data.any()
             return attr(*args, **kwargs)
         return counted
 
