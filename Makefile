@@ -84,8 +84,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+# two pytest workers (pytest-xdist) whatever the cores: most of the suite waits on engines,
+# kernels and browsers rather than computing, so two side by side finish sooner even on
+# two cores (TEST_WORKERS=0: one process)
+TEST_WORKERS ?= 2
 test: $(STAMP) lint
-	HPCLAB_PROFILE=quick $(BIN)/python -m pytest
+	HPCLAB_PROFILE=quick $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # The kernel, CLI and launch tests against the system's Open MPI (Debian: openmpi-bin
 # libopenmpi-dev). The kernels are built in place, so this builds a copy of the sources in

@@ -1,11 +1,19 @@
 """Session set-up shared by every test.
 
-* ``HPCLAB_RUN_TAG`` marks every process the suite starts, so that the last
-  test can prove none is left running (see leftovers.py).
-* ``HPCLAB_IPP_DIR`` keeps the ipyparallel profile folders of this session in
+* ``HPCLAB_RUN_TAG`` marks every process the suite starts, so that the end of
+  the session can prove none is left running (see leftovers.py). Under
+  pytest-xdist (``make test`` runs two workers) each worker tags its own
+  processes ``<run tag>-<worker>``.
+* ``HPCLAB_IPP_DIR`` keeps the ipyparallel profile folders of this process in
   one temporary folder; anything left there is stopped at the end.
-* ``HPCLAB_PROFILE`` defaults to quick.
+* ``HPCLAB_PROFILE`` defaults to quick; runs are saved in a temporary
+  ``HPCLAB_RESULTS_DIR`` unless a test names its own, never in the checkout.
+* ``IPYTHONDIR`` is the worker's own, so that two workers never build the same
+  ``%%cython`` module in one folder at once.
+* Under xdist (``--dist loadfile``) the tests of a file run on one worker, so their
+  module fixtures are made once; the book is built once for all workers (``book``).
 """
+import atexit
 import os
 import shutil
 import subprocess
@@ -19,22 +27,26 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
 
-os.environ.setdefault("HPCLAB_RUN_TAG", f"pytest-{uuid.uuid4().hex[:12]}")
+import leftovers  # noqa: E402  (tests/ is on the path from here)
+
+# the controller makes the run's tag before it starts the workers, which inherit it
+RUN_TAG = os.environ.setdefault("HPCLAB_RUN_TAG", f"pytest-{uuid.uuid4().hex[:12]}")
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if WORKER:
+    os.environ["HPCLAB_RUN_TAG"] = f"{RUN_TAG}-{WORKER}"
 os.environ.setdefault("HPCLAB_PROFILE", "quick")
 _IPP_DIR = tempfile.mkdtemp(prefix="hpclab-test-ipp-")
 os.environ["HPCLAB_IPP_DIR"] = _IPP_DIR
+_SCRATCH = tempfile.mkdtemp(prefix="hpclab-test-")
+# removed at exit, after an in-process IPython shell has written its history there
+atexit.register(shutil.rmtree, _SCRATCH, ignore_errors=True)
+os.environ.setdefault("HPCLAB_RESULTS_DIR", os.path.join(_SCRATCH, "results"))
+os.environ["IPYTHONDIR"] = os.path.join(_SCRATCH, "ipython")
 # engines and mpiexec'd pytest import helpers from tests/
 os.environ["PYTHONPATH"] = os.pathsep.join(
     filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")]))
 # the venv's mpiexec and mpicc first, as `make` does
 os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
-
-LAST = "test_zz_leftovers.py"
-
-
-def pytest_collection_modifyitems(session, config, items):
-    """The leftover check runs last, after everything that starts processes."""
-    items.sort(key=lambda item: item.fspath.basename == LAST)
 
 
 def stop_leftover_clusters():
@@ -48,8 +60,25 @@ def stop_leftover_clusters():
 
 
 def pytest_sessionfinish(session, exitstatus):
+    """Every process the run started must be gone: checked once, by the process that ran the
+    session (the xdist controller, after its workers have stopped). A leftover fails the run."""
     stop_leftover_clusters()
     shutil.rmtree(_IPP_DIR, ignore_errors=True)
+    if WORKER:
+        return
+    left = leftovers.wait_gone(RUN_TAG, seconds=30, family=True)
+    leftovers.kill(left)
+    if left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        lines = ["processes started by the test suite were still running (now killed):",
+                 *(f"  {pid}: {cmd}" for pid, cmd in left)]
+        if reporter is not None:
+            reporter.write_sep("=", "leftover processes", red=True)
+            for line in lines:
+                reporter.write_line(line)
+        else:
+            print("\n".join(lines), file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")
@@ -68,14 +97,32 @@ def repository_url():
 
 @pytest.fixture(scope="session")
 def book(tmp_path_factory):
-    """The book built once per session with the quick profile: (html folder, process)."""
-    out = tmp_path_factory.mktemp("book")
-    env = {**os.environ, "HPCLAB_PROFILE": "quick", "HPCLAB_RESULTS_DIR": str(out / "results"),
-           "HPCLAB_REPOSITORY_URL": REPOSITORY_URL}
-    r = subprocess.run([str(Path(sys.executable).with_name("jupyter-book")), "build", "--all",
-                        "-W", "-n", "--keep-going", "--path-output", str(out), str(ROOT)],
-                       capture_output=True, text=True, env=env, timeout=1200)
-    return out / "_build" / "html", r
+    """The book built once per run with the quick profile: (html folder, process). Under
+    xdist the first worker that asks builds it in the run's shared temporary folder while
+    holding a lock; the other waits for it and reads the same build."""
+    import fcntl
+    import json
+
+    shared = tmp_path_factory.getbasetemp()
+    if WORKER:
+        shared = shared.parent  # the folder of the run, above each worker's own
+    out = shared / "book"
+    done = shared / "book-build.json"
+    with open(shared / "book.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            out.mkdir(exist_ok=True)
+            env = {**os.environ, "HPCLAB_PROFILE": "quick",
+                   "HPCLAB_RESULTS_DIR": str(out / "results"),
+                   "HPCLAB_REPOSITORY_URL": REPOSITORY_URL}
+            r = subprocess.run([str(Path(sys.executable).with_name("jupyter-book")), "build",
+                                "--all", "-W", "-n", "--keep-going", "--path-output", str(out),
+                                str(ROOT)], capture_output=True, text=True, env=env,
+                               timeout=1200)
+            done.write_text(json.dumps({"args": r.args, "returncode": r.returncode,
+                                        "stdout": r.stdout, "stderr": r.stderr}))
+    built = json.loads(done.read_text())
+    return out / "_build" / "html", subprocess.CompletedProcess(**built)
 
 
 @pytest.fixture(scope="session")

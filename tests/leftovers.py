@@ -3,6 +3,10 @@
 Every process the suite starts inherits ``HPCLAB_RUN_TAG`` from it; this
 reads /proc/<pid>/environ to find them, so it never touches anybody else's
 processes. Zombies (already dead, waiting to be reaped) do not count.
+
+Under pytest-xdist each worker tags what it starts ``<run tag>-<worker>`` (see
+conftest), so that a test looking at "what I started" does not see the other
+worker's processes; the end-of-session check looks at the whole family.
 """
 import os
 import signal
@@ -24,17 +28,22 @@ def _ancestors():
     return pids
 
 
-def tagged(tag):
-    """[(pid, command line)] of live processes carrying the tag, other than us and our parents."""
+def tagged(tag, family=False):
+    """[(pid, command line)] of live processes carrying the tag, other than us and our parents;
+    family=True: also those carrying a worker's tag made from it (``<tag>-<worker>``)."""
     needle = f"{TAG_VAR}={tag}".encode()
     skip = _ancestors()
+
+    def carries(entry):
+        return entry == needle or (family and entry.startswith(needle + b"-"))
+
     found = []
     for proc in Path("/proc").glob("[0-9]*"):
         pid = int(proc.name)
         if pid in skip:
             continue
         try:
-            if needle not in (proc / "environ").read_bytes().split(b"\0"):
+            if not any(carries(e) for e in (proc / "environ").read_bytes().split(b"\0")):
                 continue
             state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
             if state in ("Z", "X"):
@@ -46,9 +55,9 @@ def tagged(tag):
     return found
 
 
-def wait_gone(tag, seconds=20.0):
+def wait_gone(tag, seconds=20.0, family=False):
     """Wait until no tagged process is left; return those still there after `seconds`."""
-    return wait_gone_matching(lambda: tagged(tag), seconds)
+    return wait_gone_matching(lambda: tagged(tag, family), seconds)
 
 
 def kill(procs):
