@@ -336,7 +336,7 @@ def numbers(df, fits_table, pp, orfeo, node):
     cmp["cmp_cython"] = comparison(df, ("cython", "irecv"), ("c", "irecv"), pmax)
     cmp["cmp_python"] = comparison(df, ("python", "irecv"), ("c", "irecv"), pmax)
     cmp["cmp_big"] = comparison(df, ("c", "ssend_ordered"), ("c", "irecv"), pmax, nmax)
-    ratio = _step_ratio_interval(df, pmax)
+    ratio = step_ratio_interval(df, pmax)
     o_ratio = ol[("intranode", "ssend_ordered")] / ol[("intranode", "irecv")]
     return {
         **cmp,
@@ -377,7 +377,7 @@ def numbers(df, fits_table, pp, orfeo, node):
     }
 
 
-def _step_ratio_interval(df, pmax):
+def step_ratio_interval(df, pmax):
     """(ratio, low, high): ordered synchronous over irecv, C, 4 B, at P = pmax, medians of the
     repetitions with the 95% interval of :func:`hpclab.stats.compare` (NaN when a
     variant has fewer than two)."""

@@ -45,3 +45,100 @@ def ring_check(engines, ring_func, nprocs, repeats=20, timeout=60):
     ok = sorted(r["rank"] for r in per_rank) == list(range(nprocs)) and \
         all(r["got"] is not None and tuple(r["got"]) == r["want"] for r in per_rank)
     return {"ok": ok, "ranks": per_rank, "time": max(r["time"] for r in per_rank)}
+
+
+# --------------------------------------------------------------- the ordered (safe) ring
+
+# the calls the ordered ring may make on P >= 2 ranks, and what it must not use there
+SYNCHRONOUS, RECEIVES = ("Ssend", "ssend"), ("Recv", "recv")
+# what the non-blocking ring posts, and the blocking calls it must not make
+POSTED = ("Isend", "isend", "Irecv", "irecv")
+BLOCKING = ("Send", "send", "Ssend", "ssend", "Recv", "recv", "Sendrecv", "sendrecv",
+            "Sendrecv_replace", "Bsend", "bsend", "Rsend")
+NOT_BLOCKING_SYNCHRONOUS = ("Send", "send", "Isend", "isend", "Issend", "issend", "Irecv",
+                            "irecv", "Sendrecv", "sendrecv", "Sendrecv_replace", "Bsend",
+                            "bsend", "Ibsend", "Rsend", "Irsend", "Neighbor_alltoall",
+                            "neighbor_alltoall", "Alltoall", "alltoall", "Sendrecv_init")
+
+
+class _CountingComm:
+    """A communicator that counts the calls made on it and on the communicators made from it
+    (``Create_cart``, ``Dup``, ...): every attribute is the real communicator's."""
+
+    def __init__(self, comm, calls):
+        self._comm, self._calls = comm, calls
+
+    def __getattr__(self, name):
+        attr = getattr(self._comm, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            from mpi4py import MPI
+
+            self._calls[name] = self._calls.get(name, 0) + 1
+            out = attr(*args, **kwargs)
+            return _CountingComm(out, self._calls) if isinstance(out, MPI.Comm) else out
+
+        return call
+
+
+def _ordered_on_rank(ring_func, nprocs):
+    """Runs on every engine: the student's ring once on the first nprocs ranks, counting
+    its calls."""
+    from mpi4py import MPI
+
+    from hpclab.kernels.api import first_ranks
+
+    with first_ranks(MPI.COMM_WORLD, nprocs) as sub:
+        if sub is None:
+            return None
+        calls: dict[str, int] = {}
+        got = ring_func(_CountingComm(sub, calls))
+        got = tuple(int(v) for v in got) if got is not None else None
+        return {"rank": sub.Get_rank(), "got": got, "calls": calls}
+
+
+def ring_calls_check(engines, ring_func, nprocs, timeout=10, what="your ring"):
+    """Run the student's ring once on the first nprocs engines, with a deadline, counting
+    the calls it makes on its communicator.
+
+    Returns a dict: ``deadlocked`` (it did not finish within ``timeout`` seconds: the
+    engines were stopped, fresh ones start with the next call), ``ok`` (every rank got the
+    closed-form sums), ``ranks`` (what each returned and expected), ``calls`` (the calls
+    each rank made on its communicator, by name, the largest count over the ranks),
+    ``expected`` (how many sends and receives a ring of nprocs ranks makes: two of each per
+    step), ``sends`` and ``receives`` (its synchronous sends and blocking receives),
+    ``other`` (its calls that are neither, which the ordered ring must not make on two or
+    more ranks), ``posted`` (its non-blocking sends and receives) and ``blocking`` (its
+    blocking calls, which the non-blocking ring must not make).
+    """
+    if not 1 <= nprocs <= engines.n:
+        raise ValueError(f"nprocs must be between 1 and the {engines.n} engines, got {nprocs}")
+    from hpclab.chapters.ring import kernels as ring
+
+    out = {"nprocs": nprocs, "deadlocked": False, "ok": False, "ranks": [], "calls": {},
+           "expected": {"Ssend": 2 * nprocs, "Recv": 2 * nprocs}, "other": [], "sends": 0,
+           "receives": 0, "posted": 0, "blocking": []}
+    try:
+        per_rank = [r for r in engines.run(_ordered_on_rank, ring_func, int(nprocs),
+                                           timeout=timeout,
+                                           what=f"{what} on {nprocs} ranks")
+                    if r is not None]
+    except TimeoutError:
+        out["deadlocked"] = True
+        return out
+    calls: dict[str, int] = {}
+    for r in per_rank:
+        r["want"] = (ring.expected(r["rank"], nprocs, 0), ring.expected(r["rank"], nprocs, 1))
+        for name, count in r["calls"].items():
+            calls[name] = max(calls.get(name, 0), count)
+    out["ranks"], out["calls"] = per_rank, calls
+    out["ok"] = sorted(r["rank"] for r in per_rank) == list(range(nprocs)) and \
+        all(r["got"] is not None and tuple(r["got"]) == r["want"] for r in per_rank)
+    out["sends"] = sum(calls.get(n, 0) for n in SYNCHRONOUS)
+    out["receives"] = sum(calls.get(n, 0) for n in RECEIVES)
+    out["other"] = sorted(n for n in calls if n in NOT_BLOCKING_SYNCHRONOUS)
+    out["posted"] = sum(calls.get(n, 0) for n in POSTED)
+    out["blocking"] = sorted(n for n in calls if n in BLOCKING)
+    return out

@@ -1,0 +1,83 @@
+"""The Ring lab's common wrong answers (see tests/wrong_answers/__init__.py)."""
+from wrong_answers import case
+
+WRONG = [
+    case("the non-blocking ring written with blocking Sendrecv", "test_nonblocking_ring",
+         "no blocking call",
+         ("nonblocking_ring",
+          """        MPI.Request.Waitall([cart.Irecv(from_left, source=left, tag=1),
+                             cart.Irecv(from_right, source=right, tag=2),
+                             cart.Isend(to_right, dest=right, tag=1),
+                             cart.Isend(to_left, dest=left, tag=2)])""",
+          """        cart.Sendrecv(to_right, dest=right, sendtag=1, recvbuf=from_left, source=left,
+                      recvtag=1)
+        cart.Sendrecv(to_left, dest=left, sendtag=2, recvbuf=from_right, source=right,
+                      recvtag=2)""")),
+    case("every rank sends first: the naive ring again", "test_ordered_ring",
+         "deadlocked on 2 ranks",
+         ("ordered_ring", "elif rank % 2 == 0:", "elif True:")),
+    case("even ranks send both directions before receiving: deadlocks with an odd P",
+         "test_ordered_ring", "deadlocked on 3 ranks",
+         ("ordered_ring", "        for out, dest, into, source, tag in",
+          """        if size > 1 and rank % 2 == 0:
+            cart.Ssend(to_right, dest=right, tag=1)
+            cart.Ssend(to_left, dest=left, tag=2)
+            cart.Recv(from_left, source=left, tag=1)
+            cart.Recv(from_right, source=right, tag=2)
+        elif size > 1:
+            cart.Recv(from_left, source=left, tag=1)
+            cart.Recv(from_right, source=right, tag=2)
+            cart.Ssend(to_right, dest=right, tag=1)
+            cart.Ssend(to_left, dest=left, tag=2)
+        for out, dest, into, source, tag in ([] if size > 1 else"""),
+         ("ordered_ring", """((to_right, right, from_left, left, 1),
+                                             (to_left, left, from_right, right, 2)):""",
+          """[(to_right, right, from_left, left, 1),
+                                              (to_left, left, from_right, right, 2)]):""")),
+    case("a ring of one sends synchronously to itself", "test_ordered_ring",
+         "With P = 1 use Sendrecv",
+         ("ordered_ring", "if size == 1:", "if size == 0:")),
+    case("Sendrecv on every P: safe, but not the blocking ring made safe", "test_ordered_ring",
+         "calls Sendrecv",
+         ("ordered_ring", "if size == 1:", "if True:")),
+    case("a non-blocking send and a wait", "test_ordered_ring", "calls Isend",
+         ("ordered_ring", "cart.Ssend(out, dest=dest, tag=tag)",
+          "cart.Isend(out, dest=dest, tag=tag).Wait()")),
+    case("the non-blocking step as two latencies", "test_prediction", "not two",
+         ("prediction", "= 1 * pp_latency_us", "= 2 * pp_latency_us")),
+    case("the ordered step as two latencies", "test_prediction", "two turns",
+         ("prediction", "= 4 * pp_latency_us", "= 2 * pp_latency_us")),
+    case("the predictions in seconds", "test_prediction", "microseconds",
+         ("prediction", "= 1 * pp_latency_us", "= 1 * pp_latency_s"),
+         ("prediction", "= 4 * pp_latency_us", "= 4 * pp_latency_s")),
+    case("the predictions in nanoseconds", "test_prediction", "nanoseconds",
+         ("prediction", "= 1 * pp_latency_us", "= 1e3 * pp_latency_us"),
+         ("prediction", "= 4 * pp_latency_us", "= 4e3 * pp_latency_us")),
+    case("the time of a whole ring as a step", "test_which_term", "whole ring",
+         ("which_term", '"irecv", P_top)) / P_top * 1e6', '"irecv", P_top)) * 1e6')),
+    case("the prediction over the measurement", "test_which_term", "measured over predicted",
+         ("which_term", "measured_irecv_step_us / predicted_irecv_step_us",
+          "predicted_irecv_step_us / measured_irecv_step_us")),
+    case("λ as the mean of T/P", "test_fit_lambda", "least-squares slope",
+         ("fit_lambda", "return float(np.sum(P * T) / np.sum(P * P))",
+          "return float(np.mean(T / P))")),
+    case("ORFEO's step across nodes", "test_orfeo", "internode",
+         ("orfeo", 'per_step[("intranode", "irecv")] * 1e6',
+          'per_step[("internode", "irecv")] * 1e6')),
+    case("the student's blocking ratio upside down", "test_orfeo", "my_blocking_ratio",
+         ("orfeo", "my_blocking_ratio = lam_ssend / lam_irecv",
+          "my_blocking_ratio = lam_irecv / lam_ssend")),
+    case("the last rank of the first node as the jump", "test_simulated", "the 25th",
+         ("simulated", 'orfeo_spec["sockets_per_node"] + 1', 'orfeo_spec["sockets_per_node"]')),
+    case("the simulated jump upside down", "test_simulated", "upside down",
+         ("simulated", "sim_step_us[jump_at] / sim_step_us[jump_at - 1]",
+          "sim_step_us[jump_at - 1] / sim_step_us[jump_at]")),
+    case("the simulated steps scaled to µs twice", "test_simulated", "already in µs",
+         ("simulated", "float(v) for p, v", "float(v) * 1e6 for p, v")),
+    case("the published jump upside down", "test_simulated", "above 1",
+         ("simulated", '_o[("internode", "irecv")] / _o[("intranode", "irecv")]',
+          '_o[("intranode", "irecv")] / _o[("internode", "irecv")]')),
+    case("the published jump of the ordered ring", "test_simulated", "non-blocking ring",
+         ("simulated", '_o[("internode", "irecv")] / _o[("intranode", "irecv")]',
+          '_o[("internode", "ssend_ordered")] / _o[("intranode", "ssend_ordered")]')),
+]
