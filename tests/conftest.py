@@ -8,8 +8,9 @@
   one temporary folder; anything left there is stopped at the end.
 * ``HPCLAB_PROFILE`` defaults to quick; runs are saved in a temporary
   ``HPCLAB_RESULTS_DIR`` unless a test names its own, never in the checkout.
-* ``IPYTHONDIR`` is the worker's own, so that two workers never build the same
-  ``%%cython`` module in one folder at once.
+* ``IPYTHONDIR`` is the worker's own (the kernels' profile and history database).
+  ``%%cython`` builds go to the user's cache folder, shared by the workers: only the
+  STREAM wrong-answer test builds there (grading builds inside its sandbox).
 * Under xdist (``--dist loadfile``) the tests of a file run on one worker, so their
   module fixtures are made once; the book is built once for all workers (``book``).
 """
@@ -29,10 +30,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import leftovers  # noqa: E402  (tests/ is on the path from here)
 
-# the controller makes the run's tag before it starts the workers, which inherit it
+# the controller makes the run's tag before it starts the workers, which inherit it; the
+# pytest that made it owns the run and checks for leftovers at its end (not the workers, nor
+# the pytest that tests/mpi runs on every rank under mpiexec, which would take the other
+# ranks, still finishing, for leftovers)
+RUN_OWNER = os.environ.setdefault("HPCLAB_RUN_OWNER", str(os.getpid())) == str(os.getpid())
 RUN_TAG = os.environ.setdefault("HPCLAB_RUN_TAG", f"pytest-{uuid.uuid4().hex[:12]}")
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")
-if WORKER:
+if WORKER and not RUN_TAG.endswith(f"-{WORKER}"):  # not again in a worker's child pytest
     os.environ["HPCLAB_RUN_TAG"] = f"{RUN_TAG}-{WORKER}"
 os.environ.setdefault("HPCLAB_PROFILE", "quick")
 _IPP_DIR = tempfile.mkdtemp(prefix="hpclab-test-ipp-")
@@ -64,9 +69,16 @@ def pytest_sessionfinish(session, exitstatus):
     session (the xdist controller, after its workers have stopped). A leftover fails the run."""
     stop_leftover_clusters()
     shutil.rmtree(_IPP_DIR, ignore_errors=True)
-    if WORKER:
+    if WORKER or not RUN_OWNER:
         return
-    left = leftovers.wait_gone(RUN_TAG, seconds=30, family=True)
+    # an Open MPI singleton (MPI initialised in this very process by a test) keeps its
+    # daemon until this process finalises MPI at exit: that one is ours, not a leftover
+    def left_over():
+        return [(pid, cmd) for pid, cmd in leftovers.tagged(RUN_TAG, family=True)
+                if not (leftovers.parent(pid) == os.getpid()
+                        and cmd.split(" ", 1)[0].rsplit("/", 1)[-1] in ("orted", "prted"))]
+
+    left = leftovers.wait_gone_matching(left_over, seconds=30)
     leftovers.kill(left)
     if left:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")

@@ -28,6 +28,14 @@ def _ancestors():
     return pids
 
 
+def parent(pid):
+    """The parent process id of pid (None when it is gone)."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def tagged(tag, family=False):
     """[(pid, command line)] of live processes carrying the tag, other than us and our parents;
     family=True: also those carrying a worker's tag made from it (``<tag>-<worker>``)."""
