@@ -45,7 +45,11 @@ os.environ["HPCLAB_IPP_DIR"] = _IPP_DIR
 _SCRATCH = tempfile.mkdtemp(prefix="hpclab-test-")
 # removed at exit, after an in-process IPython shell has written its history there
 atexit.register(shutil.rmtree, _SCRATCH, ignore_errors=True)
-os.environ.setdefault("HPCLAB_RESULTS_DIR", os.path.join(_SCRATCH, "results"))
+# each process of the run its own (a worker must not take the other's runs as inputs), unless
+# the user named one
+if "HPCLAB_RESULTS_DIR" not in os.environ or os.environ.get("HPCLAB_TEST_RESULTS"):
+    os.environ["HPCLAB_RESULTS_DIR"] = os.path.join(_SCRATCH, "results")
+    os.environ["HPCLAB_TEST_RESULTS"] = "1"
 os.environ["IPYTHONDIR"] = os.path.join(_SCRATCH, "ipython")
 # engines and mpiexec'd pytest import helpers from tests/
 os.environ["PYTHONPATH"] = os.pathsep.join(

@@ -116,7 +116,10 @@ def test_each_wrong_answer_loses_only_its_own_points(lab, tmp_path, monkeypatch)
             execute(i, solution[i])
         broken = {_grade_id(nb.cells[i]): _error(nb.cells[i]) for i in graded
                   if i < last and _failed(nb.cells[i])}
-        assert not broken, f"the solution of {lab} fails {broken}"
+        # every cell that raised, graded or not (an answer's input, e.g. a measurement, may be
+        # what failed)
+        raised = {i: _error(nb.cells[i]) for i in code[:-1] if _error(nb.cells[i])}
+        assert not broken, f"the solution of {lab} fails {broken}; cells that raised: {raised}"
         restore = {}  # the last case's edited cells, run again with the solution's sources
         for edited, wrong in cases:
             first = min(edited)

@@ -52,8 +52,9 @@ def stream_triad_threaded(triad):
     # the function's own lines: from its def to the next line that starts at column 0
     name = re.escape(getattr(triad, "__name__", "triad"))
     body = re.search(rf"^(?:c?p?def)\s[^(]*\b{name}\s*\(.*?(?=^\S|\Z)", code, re.S | re.M)
-    return bool(body) and bool(
-        re.search(r"\bprange\s*\([^)]*num_threads\s*=\s*threads", body.group(0), re.S))
+    # prange(..., num_threads=threads) or parallel(num_threads=threads), however written
+    return bool(body) and bool(re.search(r"\b(?:prange|parallel)\s*\(", body.group(0))) and bool(
+        re.search(r"\bnum_threads\s*=\s*(?:int\s*\(\s*)?threads\b", body.group(0)))
 
 
 def stream_cache_elements(at_most=None):
