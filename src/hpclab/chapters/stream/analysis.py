@@ -26,7 +26,7 @@ from hpclab import launch, models, profiles, records
 # measure...) stay reachable from here for the pages, the labs and the tests
 from hpclab.chapters import reexport
 from hpclab.chapters.stream import sweep as _sweep
-from hpclab.chapters.stream.sweep import KERNEL, METRIC, NAME, array_elements, run, run_threads
+from hpclab.chapters.stream.sweep import METRIC, NAME, run
 
 __getattr__, __dir__ = reexport(__name__, _sweep)
 
@@ -359,23 +359,19 @@ def measurement(profile=None, engines=None):
 
 
 def add_bandwidth(profile=None, procs=None):
-    """STREAM add bandwidth in GB/s per thread count (1 .. cores, close binding), best trial,
-    from :func:`measurement` inside a book build (one measurement for every page), else from
-    a saved STREAM run of this machine, else measured now with STREAM's array size.
-    Returns ({threads: GB/s}, where it came from)."""
+    """STREAM add bandwidth in GB/s per thread count (1 .. cores, close binding), best trial:
+    the one bandwidth rule of every chapter that predicts from STREAM. From
+    :func:`measurement` inside a book build (one measurement for every page), else from the
+    newest saved STREAM run of this machine (any profile), else from the whole STREAM
+    experiment measured now at ``profile`` and saved, so that the next lab takes the same.
+    ``procs`` keeps the thread counts up to it. Returns ({threads: GB/s}, where it came
+    from)."""
     from hpclab import inputs
 
-    if inputs.build_id():
-        r, source = measurement(profile)
-    else:
-        saved = inputs.resolve(NAME, accept=_has_close_add)
+    saved = None if inputs.build_id() else inputs.resolve(NAME, accept=_has_close_add)
+    if saved is not None and saved.run is not None:
         r, source = saved.run, saved.source
-    if r is not None:
-        return {int(x.nthreads): float(x.best) for x in _close_add(r).itertuples()}, source
-    n = array_elements("standard")
-    out = {}
-    for threads in range(1, (procs or launch.usable_cores()) + 1):
-        res = run_threads("c", threads, "close", n, 6)
-        add = np.asarray(res["times"])[KERNEL.metric_names.index("add")]
-        out[threads] = 24 * n / float(add.min()) / 1e9
-    return out, "STREAM add measured here (C, close binding, STREAM's array size)"
+    else:
+        r, source = measurement(profile)
+    return {int(x.nthreads): float(x.best) for x in _close_add(r).itertuples()
+            if procs is None or int(x.nthreads) <= procs}, source
