@@ -39,6 +39,11 @@ RUN_TAG = os.environ.setdefault("HPCLAB_RUN_TAG", f"pytest-{uuid.uuid4().hex[:12
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 if WORKER and not RUN_TAG.endswith(f"-{WORKER}"):  # not again in a worker's child pytest
     os.environ["HPCLAB_RUN_TAG"] = f"{RUN_TAG}-{WORKER}"
+    # each worker's grading sandboxes their own user ids: a sandbox's process limit
+    # (RLIMIT_NPROC) counts every process of its user, and a test counts what its sandboxes
+    # left behind by user id
+    os.environ["HPCLAB_GRADER_UID"] = str(int(os.environ.get("HPCLAB_GRADER_UID", "64123"))
+                                          + 64 * int(WORKER.removeprefix("gw") or 0))
 os.environ.setdefault("HPCLAB_PROFILE", "quick")
 _IPP_DIR = tempfile.mkdtemp(prefix="hpclab-test-ipp-")
 os.environ["HPCLAB_IPP_DIR"] = _IPP_DIR

@@ -5,6 +5,13 @@ WRONG = [
     case("planes split without the remainder", "test_distributed_add", "its block of the",
          ("distributed_add", "blocks = [block_range(nx, size, r) for r in range(size)]",
           "blocks = [(r * (nx // size), nx // size) for r in range(size)]")),
+    case("rank 0 adds everything alone", "test_distributed_add", "rank 0 adding everything",
+         ("distributed_add", """    comm.Scatterv(send(A), a, root=0)
+    comm.Scatterv(send(B), b, root=0)
+    c = a + b
+    C = np.empty((nx, ny, nz)) if rank == 0 else None
+    comm.Gatherv(c, [C, counts, displs, MPI.DOUBLE] if rank == 0 else None, root=0)""",
+          """    C = A + B if rank == 0 else None""")),
     case("boxes without the remainder", "test_cartesian_add", "n % d",
          ("cartesian_add",
           "ranges = [block_range(n, d, c) for n, d, c in zip(shape, dims, cart.Get_coords(r))]",
@@ -33,7 +40,10 @@ WRONG = [
          ("which_term", '"add": predicted_add_ms[P_top] / 1e3', '"add": predicted_add_ms[P_top]')),
     case("the model over the measurement", "test_which_term", "measured over the model",
          ("which_term", "float(phases.loc[P_top, k] / v)", "float(v / phases.loc[P_top, k])")),
-    case("s as the ratio of summed times", "test_serial_fraction", "mean over the runs",
+    case("the parallel fraction", "test_serial_fraction", "parallel fraction",
+         ("serial_fraction", 'serial = runs["create"] + runs["distribute"] + runs["collect"]',
+          'serial = runs["add"]')),
+    case("s as the ratio of summed times", "test_serial_fraction", "average the runs' fractions",
          ("serial_fraction", "return float((serial / runs[\"total\"]).mean())",
           "return float(serial.sum() / runs[\"total\"].sum())")),
     case("z = 1.96 for a handful of points", "test_fit_amdahl", "95% interval",

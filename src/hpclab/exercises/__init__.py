@@ -36,6 +36,28 @@ def harnesses():
     return out
 
 
+class CountingComm:
+    """A communicator that counts the calls made on it and on the communicators made from it
+    (``Create_cart``, ``Dup``, ...): every attribute is the real communicator's."""
+
+    def __init__(self, comm, calls):
+        self._comm, self._calls = comm, calls
+
+    def __getattr__(self, name):
+        attr = getattr(self._comm, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            from mpi4py import MPI
+
+            self._calls[name] = self._calls.get(name, 0) + 1
+            out = attr(*args, **kwargs)
+            return CountingComm(out, self._calls) if isinstance(out, MPI.Comm) else out
+
+        return call
+
+
 class NotAnswered(Exception):
     """A self-check ran before the exercise it checks was answered."""
 

@@ -36,16 +36,27 @@ def _add_on_rank(add_func, nprocs, shape, seed):
     with first_ranks(MPI.COMM_WORLD, nprocs) as sub:
         if sub is None:
             return None
+        from hpclab.exercises import CountingComm
+
         rank = sub.Get_rank()
         A, B = _arrays(rank, shape, seed)
-        result = add_func(sub, A, B)
+        calls: dict[str, int] = {}
+        result = add_func(CountingComm(sub, calls), A, B)
         if not (isinstance(result, tuple) and len(result) == 2):
             return {"rank": rank, "problem": "return a pair (C, planes): C on rank 0 (None "
                     f"elsewhere) and how many planes this rank added; got {type(result).__name__}"}
         C, planes = result
         out = {"rank": rank, "planes": int(planes) if isinstance(planes, (int, np.integer))
-               else None, "problem": None}
+               else None, "problem": None, "calls": calls}
         return _take_C(out, rank, C, shape)
+
+
+# what a rank other than 0 calls to receive its blocks, and to send its part of C back
+RECEIVES = {"Scatterv", "Scatter", "scatter", "Recv", "recv", "Irecv", "irecv", "Sendrecv",
+            "sendrecv", "Alltoallv", "Alltoall", "alltoall"}
+SENDS = {"Gatherv", "Gather", "gather", "Send", "send", "Isend", "isend", "Ssend", "ssend",
+         "Sendrecv", "sendrecv", "Allgatherv", "Allgather", "allgather", "Alltoallv",
+         "Alltoall", "alltoall"}
 
 
 def addition_check(engines, add_func, nprocs, shape=(800, 30, 10), seed=0, timeout=60):
@@ -70,6 +81,14 @@ def addition_check(engines, add_func, nprocs, shape=(800, 30, 10), seed=0, timeo
     if sorted(r["rank"] for r in per_rank) != list(range(nprocs)):
         problems.append(f"not every one of the {nprocs} ranks reported")
     for r in per_rank:
+        calls = set(r.pop("calls", {}))
+        if r["rank"] > 0 and not r.get("problem") and not (calls & RECEIVES and calls & SENDS):
+            problems.append(
+                f"rank {r['rank']} " + ("received nothing" if not calls & RECEIVES else
+                                        "sent nothing back") +
+                " on the communicator: every rank receives its planes of A and B "
+                "(comm.Scatterv) and sends its part of C to rank 0 (comm.Gatherv); rank 0 "
+                "adding everything alone is not a parallel addition")
         r["want_planes"] = block_range(shape[0], nprocs, r["rank"])[1]
         if not r.get("problem") and r["planes"] != r["want_planes"]:
             problems.append(f"rank {r['rank']} added {r['planes']} planes; its block of the "
@@ -187,7 +206,12 @@ def cartesian_check(engines, add_func, nprocs, ndims, shape=(30, 21, 10), seed=0
         (s, c), (ws, wc) = r["box"], r["want_box"]
         coords = tuple(int(v) for v in np.unravel_index(r["rank"], grid))
         hint = ""
-        if ndims > 1 and grid[1] > 1 and c[1] == shape[1]:
+        theirs = tuple(len({b["box"][0][d] for b in per_rank if b["box"]}) for d in range(3))
+        if theirs != grid and int(np.prod(theirs)) == nprocs:
+            hint = (f" Your boxes lie on a {'x'.join(map(str, theirs))} grid: take the extents "
+                    "in the order MPI.Compute_dims gives them, dims[0] blocks along the first "
+                    "dimension of the array.")
+        elif ndims > 1 and grid[1] > 1 and c[1] == shape[1]:
             hint = (f" Your blocks cut only the first dimension; with ndims = {ndims} the grid "
                     f"is {'x'.join(map(str, grid))}.")
         elif any(n % d for n, d in zip(shape, grid)) and all(

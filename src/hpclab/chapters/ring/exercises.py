@@ -1,6 +1,8 @@
 """Ring lab: run the student's ring on the first P engines and check the sums that come home."""
 from __future__ import annotations
 
+from hpclab.exercises import CountingComm
+
 
 def _ring_on_rank(ring_func, nprocs, repeats):
     """Runs on every engine: the student's ring on the first nprocs ranks."""
@@ -61,28 +63,6 @@ NOT_BLOCKING_SYNCHRONOUS = ("Send", "send", "Isend", "isend", "Issend", "issend"
                             "neighbor_alltoall", "Alltoall", "alltoall", "Sendrecv_init")
 
 
-class _CountingComm:
-    """A communicator that counts the calls made on it and on the communicators made from it
-    (``Create_cart``, ``Dup``, ...): every attribute is the real communicator's."""
-
-    def __init__(self, comm, calls):
-        self._comm, self._calls = comm, calls
-
-    def __getattr__(self, name):
-        attr = getattr(self._comm, name)
-        if not callable(attr):
-            return attr
-
-        def call(*args, **kwargs):
-            from mpi4py import MPI
-
-            self._calls[name] = self._calls.get(name, 0) + 1
-            out = attr(*args, **kwargs)
-            return _CountingComm(out, self._calls) if isinstance(out, MPI.Comm) else out
-
-        return call
-
-
 def _ordered_on_rank(ring_func, nprocs):
     """Runs on every engine: the student's ring once on the first nprocs ranks, counting
     its calls."""
@@ -94,7 +74,7 @@ def _ordered_on_rank(ring_func, nprocs):
         if sub is None:
             return None
         calls: dict[str, int] = {}
-        got = ring_func(_CountingComm(sub, calls))
+        got = ring_func(CountingComm(sub, calls))
         got = tuple(int(v) for v in got) if got is not None else None
         return {"rank": sub.Get_rank(), "got": got, "calls": calls}
 

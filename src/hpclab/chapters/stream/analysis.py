@@ -362,13 +362,15 @@ def add_bandwidth(profile=None, procs=None):
     """STREAM add bandwidth in GB/s per thread count (1 .. cores, close binding), best trial:
     the one bandwidth rule of every chapter that predicts from STREAM. From
     :func:`measurement` inside a book build (one measurement for every page), else from the
-    newest saved STREAM run of this machine (any profile), else from the whole STREAM
-    experiment measured now at ``profile`` and saved, so that the next lab takes the same.
+    newest saved STREAM run of this machine (of ``profile`` when one is given: a lab in the
+    standard profile must not take a quick run's cache-sized arrays), else from the whole
+    STREAM experiment measured now at ``profile`` and saved, so that the next lab takes the
+    same.
     ``procs`` keeps the thread counts up to it. Returns ({threads: GB/s}, where it came
     from)."""
     from hpclab import inputs
 
-    saved = None if inputs.build_id() else inputs.resolve(NAME, accept=_has_close_add)
+    saved = None if inputs.build_id() else inputs.resolve(NAME, profile, accept=_has_close_add)
     if saved is not None and saved.run is not None:
         r, source = saved.run, saved.source
     else:
