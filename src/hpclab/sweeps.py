@@ -108,14 +108,15 @@ def in_job(exp, todo, comm=None, profile=None, progress=True, extra=None):
 
 
 def over_ranks(exp, profile, impls, n=None, mpi_args=(), progress=True, engines=None,
-               timeout=None):
+               timeout=None, **task_options):
     """:func:`on_engines` for a sweep over P = 1 .. n ranks (``exp.tasks(profile, impls,
-    largest P)``; default n: the chapter's ``NPROCS``), P never above the cores. Engines it
+    largest P, **task_options)``; default n: the chapter's ``NPROCS``), P never above the
+    cores. Engines it
     starts itself are no more than the ranks it times (and the chapter's minimum), so an n
     above the cores sweeps up to the cores instead of being refused as oversubscribed."""
     n = n or (engines.n if engines is not None else exp.NPROCS)
     largest = min(n, launch.usable_cores())
-    todo = exp.tasks(profile, impls, largest)
+    todo = exp.tasks(profile, impls, largest, **task_options)
     if engines is None:
         n = min(n, max(largest, registry.get(exp.NAME).min_procs))
     return on_engines(exp, todo, profile=profile, n=n, engines=engines, timeout=timeout,

@@ -67,3 +67,136 @@ def halo_check(engines, exchange, nprocs, shape=(12, 8, 6), sweeps=3, seed=0, ti
     bad = ~np.isclose(got, want, rtol=1e-12, atol=1e-12)
     return {"ok": not bad.any(), "wrong": int(bad.sum()), "nan": int(np.isnan(got).sum()),
             "first_wrong_plane": int(np.argwhere(bad)[0][0]) if bad.any() else None}
+
+
+def _cube_on_rank(exchange, nprocs, dims, shape, sweeps, seed):
+    """Runs on every engine: the blocks of a 3D process grid, the student's exchange of the
+    six faces, our sweep; rank 0 returns every block with its start."""
+    from mpi4py import MPI
+
+    from hpclab.chapters.jacobi import kernels as jacobi
+    from hpclab.kernels.api import first_ranks
+    from hpclab.kernels.topology import block_range
+
+    with first_ranks(MPI.COMM_WORLD, nprocs) as sub:
+        if sub is None:
+            return None
+        cart = sub.Create_cart(list(dims), periods=[False] * 3)
+        try:
+            coords = cart.Get_coords(cart.Get_rank())
+            ranges = [block_range(n, d, c) for n, d, c in zip(shape, dims, coords)]
+            u0 = np.random.default_rng(seed).random(shape)
+            _, f_all, w, diag = jacobi.serial_problem(shape)
+            outer = tuple(slice(o, o + n + 2) for o, n in ranges)
+            f = np.ascontiguousarray(f_all[outer])
+            u = np.zeros_like(f)
+            u[1:-1, 1:-1, 1:-1] = u0[tuple(slice(o, o + n) for o, n in ranges)]
+            for d in range(3):  # the faces a neighbour must fill start as NaN
+                lower, upper = cart.Shift(d, 1)
+                for neighbour, index in ((lower, 0), (upper, -1)):
+                    if neighbour != MPI.PROC_NULL:
+                        u[(slice(None),) * d + (index,)] = np.nan
+            unew = u.copy()
+            unfilled = set()
+            for step in range(sweeps):
+                exchange(cart, u)
+                if step == 0:  # the faces (without the layer around them) still NaN
+                    inner = (slice(1, -1),) * 3
+                    for d in range(3):
+                        for side, index in (("lower", 0), ("upper", -1)):
+                            face = list(inner)
+                            face[d] = index
+                            if np.isnan(u[tuple(face)]).any():
+                                unfilled.add((d, side))
+                jacobi.sweep(u, f, unew, w, diag)
+                u, unew = unew, u
+            unfilled_all = cart.gather(sorted(unfilled), root=0)
+            blocks = cart.gather((tuple(o for o, _ in ranges), u[1:-1, 1:-1, 1:-1].copy()),
+                                 root=0)
+            rank = cart.Get_rank()
+        finally:
+            cart.Free()
+        if rank != 0:
+            return {"rank": rank}
+        return {"rank": 0, "blocks": blocks,
+                "unfilled": sorted({face for faces in unfilled_all for face in faces})}
+
+
+def cube_halo_check(engines, exchange, nprocs, dims, shape=(9, 8, 7), sweeps=3, seed=0,
+                    timeout=30):
+    """Run ``sweeps`` Jacobi sweeps of a random field on the first nprocs engines, on the
+    process grid ``dims`` (three extents, not periodic), with ``exchange(cart, u)`` filling
+    the six halo faces of every rank's block ``u`` (its points plus one layer all round)
+    before every sweep.
+
+    Returns a dict: ``ok`` (the assembled field equals a serial sweep of the whole grid),
+    ``deadlocked`` (it did not finish within ``timeout`` seconds; fresh engines start with the
+    next call), ``wrong`` (points that differ), ``nan`` (points reached by a face never
+    filled), ``first_wrong`` (the global index of the first point that differs) and
+    ``unfilled`` (the faces, as (direction, "lower" or "upper"), that some rank with a
+    neighbour there still held as NaN after the first exchange).
+    """
+    if not 1 <= nprocs <= engines.n:
+        raise ValueError(f"nprocs must be between 1 and the {engines.n} engines, got {nprocs}")
+    dims = tuple(int(d) for d in dims)
+    if len(dims) != 3 or int(np.prod(dims)) != nprocs:
+        raise ValueError(f"dims must be three extents whose product is {nprocs}, got {dims}")
+    out = {"ok": False, "deadlocked": False, "wrong": 0, "nan": 0, "first_wrong": None,
+           "unfilled": []}
+    try:
+        per_rank = engines.run(_cube_on_rank, exchange, int(nprocs), dims, tuple(shape),
+                               int(sweeps), int(seed), timeout=timeout,
+                               what=f"your halo exchange on the {'x'.join(map(str, dims))} grid")
+    except TimeoutError:
+        out["deadlocked"] = True
+        return out
+    from hpclab.chapters.jacobi import kernels as jacobi
+
+    root = next(r for r in per_rank if r is not None and r["rank"] == 0)
+    got = np.full(tuple(shape), np.nan)
+    for starts, block in root["blocks"]:
+        got[tuple(slice(o, o + n) for o, n in zip(starts, np.shape(block)))] = block
+    want = jacobi.serial_sweeps(np.random.default_rng(seed).random(shape), sweeps)
+    bad = ~np.isclose(got, want, rtol=1e-12, atol=1e-12)
+    out.update(ok=not bad.any(), wrong=int(bad.sum()), nan=int(np.isnan(got).sum()),
+               unfilled=[tuple(f) for f in root["unfilled"]])
+    if bad.any():
+        out["first_wrong"] = tuple(int(v) for v in np.argwhere(bad)[0])
+    return out
+
+
+def _halo_time_on_rank(exchange, nprocs, dims, L, repetitions):
+    from mpi4py import MPI
+
+    from hpclab.kernels.api import first_ranks
+
+    with first_ranks(MPI.COMM_WORLD, nprocs) as sub:
+        if sub is None:
+            return None
+        cart = sub.Create_cart(list(dims), periods=[False] * 3)
+        try:
+            u = np.random.default_rng(cart.Get_rank()).random((L + 2,) * 3)
+            times = []
+            for _ in range(repetitions):
+                cart.Barrier()
+                t0 = MPI.Wtime()
+                exchange(cart, u)
+                times.append(cart.allreduce(MPI.Wtime() - t0, op=MPI.MAX))
+            return {"rank": cart.Get_rank(), "times": times}
+        finally:
+            cart.Free()
+
+
+def halo_timing(engines, exchange, nprocs, dims, L, repetitions=5, timeout=120):
+    """Seconds of each call ``exchange(cart, u)`` on the first nprocs engines, the slowest
+    rank's, with blocks of L points per dimension on the process grid ``dims``: what the C
+    kernel's ``halo`` metric measures per sweep."""
+    from hpclab import launch
+
+    if not 1 <= nprocs <= min(engines.n, launch.usable_cores()):
+        raise ValueError(f"time on 1 to {min(engines.n, launch.usable_cores())} ranks (one per "
+                         f"core of the {launch.usable_cores()}), not {nprocs}")
+    res = engines.run(_halo_time_on_rank, exchange, int(nprocs), tuple(int(d) for d in dims),
+                      int(L), int(repetitions), timeout=timeout,
+                      what=f"your halo exchange timed on {nprocs} ranks")
+    return next(r for r in res if r is not None and r["rank"] == 0)["times"]

@@ -20,9 +20,15 @@ def grid_of(decomposition, nprocs):
     return process_grid(decomposition, nprocs)
 
 
-def tasks(profile=None, impls=IMPLS, max_procs=None):
-    """The measurements a profile asks for, in the order they run."""
-    settings = profiles.get(NAME, profile)
+def tasks(profile=None, impls=IMPLS, max_procs=None, weak=None, strong=True):
+    """The measurements a profile asks for, in the order they run; ``weak`` replaces the
+    profile's points per rank of the weak sweep, ``strong=False`` leaves out the strong
+    one (a lab times the weak sweep at its own size)."""
+    settings = dict(profiles.get(NAME, profile))
+    if weak is not None:
+        settings["weak"] = [int(v) for v in weak]
+    if not strong:
+        settings["strong"] = []
     unknown = set(impls) - set(IMPLS)
     if unknown or not impls:
         raise ValueError(f"unknown jacobi implementation(s) {sorted(unknown)}: choose from "
@@ -77,10 +83,29 @@ def _describe(task):
 
 
 def run(profile=None, impls=IMPLS, n=None, mpi_args=(), progress=True, engines=None,
-        timeout=None, hugepages=False):
-    """Measure on n MPI engines (default: the cores; P never exceeds the cores)."""
+        timeout=None, hugepages=False, weak=None, strong=True):
+    """Measure on n MPI engines (default: the cores; P never exceeds the cores); ``weak``
+    and ``strong`` as for :func:`tasks`."""
     return over_ranks(sys.modules[__name__], profile, impls, n, mpi_args, progress, engines,
-                      timeout)
+                      timeout, weak=weak, strong=strong)
+
+
+def lab_points(profile=None, factor=2, step=8):
+    """Points per rank and dimension L for a lab's timed weak sweep: the smallest multiple of
+    ``step`` whose three arrays of one rank (u, unew, f with their halo: 24 bytes a point)
+    take ``factor`` times the last-level cache, so that even one rank sweeps from memory
+    (at least the profile's largest L). The ``quick`` profile keeps its own L (its timings
+    mean nothing)."""
+    from hpclab import machine
+
+    own = max(profiles.get(NAME, profile)["weak"])
+    if profiles.name(profile) == "quick":
+        return int(own)
+    cache = machine.last_level_cache_bytes() or 32 << 20
+    L = step
+    while 24 * (L + 2) ** 3 < factor * cache:
+        L += step
+    return int(max(L, own))
 
 
 def run_mpi(comm=None, profile=None, impls=IMPLS, hugepages=False, progress=True):
