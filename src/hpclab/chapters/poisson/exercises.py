@@ -1,0 +1,146 @@
+"""Poisson lab: run the student's distributed dot product, matrix-free product and CG on the
+first P engines, with the rows of the mesh split over the ranks, and compare with the serial
+reference."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _block(n, nprocs, rank):
+    from hpclab.kernels.topology import block_range
+
+    return block_range(n, nprocs, rank)
+
+
+def _parts_on_rank(dot, apply_A, cg, nprocs, n, seed, tol):
+    """Runs on every engine: a rank's rows (with a halo row above and below, and the
+    boundary columns), the student's three functions on them."""
+    from mpi4py import MPI
+
+    from hpclab.chapters.poisson import kernels as poisson
+    from hpclab.kernels.api import first_ranks
+
+    with first_ranks(MPI.COMM_WORLD, nprocs) as sub:
+        if sub is None:
+            return None
+        cart = sub.Create_cart([nprocs], periods=[False])
+        try:
+            rank = cart.Get_rank()
+            first, rows = _block(n, nprocs, rank)
+            rng = np.random.default_rng(seed)
+            a_all, b_all = rng.standard_normal((2, n + 2, n + 2))
+            for x in (a_all, b_all):  # the boundary ring is zero
+                x[0], x[-1], x[:, 0], x[:, -1] = 0, 0, 0, 0
+            a = a_all[first:first + rows + 2].copy()
+            b = b_all[first:first + rows + 2].copy()
+            a[0], a[-1], b[0], b[-1] = 1e3, 1e3, 1e3, 1e3  # halo rows hold stale values
+            out = {"rank": rank, "dot": None, "q": None, "x": None, "k": None}
+            out["dot"] = float(dot(cart, a, b))
+            p = a.copy()
+            p[0] = p[-1] = np.nan  # halo rows the product must fill (or leave, at the ends)
+            if rank == 0:
+                p[0] = 0.0
+            if rank == nprocs - 1:
+                p[-1] = 0.0
+            q = apply_A(cart, p)
+            out["q"] = np.asarray(q, dtype=float)[1:-1].copy()
+            h = 1.0 / (n + 1)
+            rhs = np.zeros((rows + 2, n + 2))
+            rhs[1:-1, 1:-1] = h * h * poisson.f(*poisson.mesh(n, first, rows))
+            out["first"] = first
+            try:  # a wrong product or dot product makes CG fail: that is said first
+                x, k = cg(cart, rhs, dot, apply_A, tol=tol, maxiter=10 * n + 100)
+                out["x"], out["k"] = np.asarray(x, dtype=float)[1:-1, 1:-1].copy(), int(k)
+            except Exception as exc:  # noqa: BLE001 - the student's error, reported below
+                import traceback
+
+                out["cg_error"] = "".join(traceback.format_exception_only(exc)).strip()
+                out["cg_line"] = traceback.extract_tb(exc.__traceback__)[-1].line
+            return out
+        finally:
+            cart.Free()
+
+
+def poisson_check(engines, dot, apply_A, cg, nprocs, n=24, seed=0, timeout=60):
+    """Run the student's ``dot(comm, a, b)``, ``apply_A(comm, p)`` and
+    ``cg(comm, b, dot, apply_A, tol)``
+    on the first nprocs engines, each rank holding its rows of an n x n mesh as an array of
+    (rows + 2) x (n + 2): a halo row above and below, the boundary columns.
+
+    Returns a dict with ``dot``, ``apply`` and ``cg``, each None when right, else what is
+    wrong in words, and ``deadlocked``, ``iterations`` and ``reference_iterations``.
+    """
+    if not 1 <= nprocs <= engines.n:
+        raise ValueError(f"nprocs must be between 1 and the {engines.n} engines, got {nprocs}")
+    from hpclab.chapters.poisson import kernels as poisson
+
+    out = {"deadlocked": False, "dot": None, "apply": None, "cg": None, "iterations": None,
+           "reference_iterations": None}
+    try:
+        per_rank = [r for r in engines.run(_parts_on_rank, dot, apply_A, cg, int(nprocs),
+                                           int(n), int(seed), poisson.TOL, timeout=timeout,
+                                           what=f"your CG parts on {nprocs} ranks")
+                    if r is not None]
+    except TimeoutError:
+        out["deadlocked"] = True
+        return out
+    per_rank.sort(key=lambda r: r["rank"])
+    rng = np.random.default_rng(seed)
+    a_all, b_all = rng.standard_normal((2, n + 2, n + 2))
+    for x in (a_all, b_all):
+        x[0], x[-1], x[:, 0], x[:, -1] = 0, 0, 0, 0
+    want = float(np.vdot(a_all[1:-1, 1:-1], b_all[1:-1, 1:-1]))
+    dots = [r["dot"] for r in per_rank]
+    if not all(np.isclose(d, want, rtol=1e-10) for d in dots):
+        def own(x, rank):
+            first, rows = _block(n, nprocs, rank)
+            return x[1 + first:1 + first + rows, 1:-1]
+
+        local = [float(np.vdot(own(a_all, r["rank"]), own(b_all, r["rank"]))) for r in per_rank]
+        if nprocs > 1 and all(np.isclose(d, w, rtol=1e-10) for d, w in zip(dots, local)):
+            out["dot"] = ("every rank returned the dot product of its own rows only: add the "
+                          "ranks' parts with comm.allreduce, so that every rank has the sum")
+        elif any(abs(d - want) > 1e4 for d in dots):
+            out["dot"] = ("the dot product counts the halo rows (they hold a neighbour's values, "
+                          "or nothing yet): take the interior a[1:-1, 1:-1] of your rows")
+        else:
+            out["dot"] = (f"the dot product is {dots[0]!r} on rank 0, the sum over the interior "
+                          f"of the whole mesh is {want!r}")
+    q_all = np.zeros_like(a_all)
+    poisson.apply_a(a_all.copy(), q_all)
+    got = np.concatenate([r["q"] for r in per_rank])
+    if got.shape != q_all[1:-1].shape:
+        out["apply"] = (f"apply_A returned rows of shape {got.shape[1:]}: return q of p's shape, "
+                        "A p on the interior")
+    elif np.isnan(got).any():
+        rows = sorted({int(i) for i in np.argwhere(np.isnan(got))[:, 0]})
+        out["apply"] = (f"A p is NaN on global rows {rows[:4]}: a halo row was never filled; "
+                        "before applying the stencil, exchange your first row (p[1]) down into "
+                        "the lower neighbour's upper halo and your last row (p[-2]) up, both "
+                        "halo rows, with cart.Shift(0, 1) and Sendrecv")
+    elif not np.allclose(got[:, 1:-1], q_all[1:-1, 1:-1], rtol=1e-12, atol=1e-12):
+        bad = np.argwhere(~np.isclose(got[:, 1:-1], q_all[1:-1, 1:-1], rtol=1e-12, atol=1e-12))
+        out["apply"] = (f"A p differs from the 5-point operator at interior point "
+                        f"{tuple(int(v) for v in bad[0])}: 4 p[i, j] minus its four neighbours")
+    x_ref, k_ref, _ = poisson.serial_cg(n)
+    failed = next((r for r in per_rank if r.get("cg_error")), None)
+    if failed is not None:
+        out["cg"] = (f"cg raised on rank {failed['rank']}: {failed['cg_error']} (at the line "
+                     f"`{failed['cg_line']}`)")
+        return out
+    ks = {r["k"] for r in per_rank}
+    out["iterations"], out["reference_iterations"] = sorted(ks), k_ref
+    x = np.concatenate([r["x"] for r in per_rank])
+    if len(ks) != 1:
+        out["cg"] = f"the ranks stopped after different numbers of iterations: {sorted(ks)}"
+    elif abs(ks.pop() - k_ref) > 1:
+        out["cg"] = (f"CG took {out['iterations'][0]} iterations, the reference {k_ref}: stop "
+                     "when ||r|| <= tol * ||r0||, relative to the first residual, with norms "
+                     "from your global dot product")
+    elif x.shape != x_ref.shape or not np.allclose(x, x_ref, rtol=0, atol=1e-8):
+        out["cg"] = (f"CG stopped after {out['iterations'][0]} iterations (the reference "
+                     f"{k_ref}) but its solution differs from the reference's by up to "
+                     f"{float(np.max(np.abs(x - x_ref))) if x.shape == x_ref.shape else '?'}: "
+                     "stop when ||r|| <= tol * ||r0||, relative to the first residual, and "
+                     "check the updates of x, r and p")
+    return out
