@@ -144,3 +144,45 @@ def poisson_check(engines, dot, apply_A, cg, nprocs, n=24, seed=0, timeout=60):
                      "stop when ||r|| <= tol * ||r0||, relative to the first residual, and "
                      "check the updates of x, r and p")
     return out
+
+
+def _time_parts_on_rank(dot, apply_A, nprocs, n, repetitions):
+    from mpi4py import MPI
+
+    from hpclab.kernels.api import first_ranks
+
+    with first_ranks(MPI.COMM_WORLD, nprocs) as sub:
+        if sub is None:
+            return None
+        cart = sub.Create_cart([nprocs], periods=[False])
+        try:
+            rank = cart.Get_rank()
+            first, rows = _block(n, nprocs, rank)
+            p = np.zeros((rows + 2, n + 2))
+            p[1:-1, 1:-1] = np.random.default_rng(rank).random((rows, n))
+            times = {"apply_A": [], "dot": []}
+            for _ in range(repetitions):
+                for name, call in (("apply_A", lambda: apply_A(cart, p)),
+                                   ("dot", lambda: dot(cart, p, p))):
+                    cart.Barrier()
+                    t0 = MPI.Wtime()
+                    call()
+                    times[name].append(cart.allreduce(MPI.Wtime() - t0, op=MPI.MAX))
+            return {"rank": rank, **times}
+        finally:
+            cart.Free()
+
+
+def parts_timing(engines, dot, apply_A, nprocs, n, repetitions=5, timeout=120):
+    """Seconds of each call of the student's ``apply_A(cart, p)`` (halo rows and product) and
+    ``dot(cart, p, p)`` on the first nprocs engines, an n x n mesh split in rows, the slowest
+    rank's: {"apply_A": [...], "dot": [...]}, to set beside the C solver's parts."""
+    from hpclab import launch
+
+    if not 1 <= nprocs <= min(engines.n, launch.usable_cores()):
+        raise ValueError(f"time on 1 to {min(engines.n, launch.usable_cores())} ranks (one per "
+                         f"core of the {launch.usable_cores()}), not {nprocs}")
+    res = engines.run(_time_parts_on_rank, dot, apply_A, int(nprocs), int(n), int(repetitions),
+                      timeout=timeout, what=f"your dot and A p timed on {nprocs} ranks")
+    out = next(r for r in res if r is not None and r["rank"] == 0)
+    return {"apply_A": out["apply_A"], "dot": out["dot"]}
