@@ -84,10 +84,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-# two pytest workers (pytest-xdist) whatever the cores: most of the suite waits on engines,
-# kernels and browsers rather than computing, so two side by side finish sooner even on
-# two cores (TEST_WORKERS=0: one process)
-TEST_WORKERS ?= 2
+# three pytest workers (pytest-xdist) whatever the cores: most of the suite waits on engines,
+# kernels and browsers rather than computing (a run on two cores kept one of them busy on
+# average), so three side by side finish sooner even on two cores (TEST_WORKERS=0: one
+# process)
+TEST_WORKERS ?= 3
 test: $(STAMP) lint
 	HPCLAB_PROFILE=quick $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
