@@ -87,10 +87,11 @@ lint: $(STAMP)
 # three pytest workers (pytest-xdist) whatever the cores: most of the suite waits on engines,
 # kernels and browsers rather than computing (a run on two cores kept one of them busy on
 # average), so three side by side finish sooner even on two cores (TEST_WORKERS=0: one
-# process)
+# process). The workers take whole files, the longest first (tests/conftest.py).
 TEST_WORKERS ?= 3
 test: $(STAMP) lint
-	HPCLAB_PROFILE=quick $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	HPCLAB_PROFILE=quick $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile \
+	  --no-loadscope-reorder
 
 # The kernel, CLI and launch tests against the system's Open MPI (Debian: openmpi-bin
 # libopenmpi-dev). The kernels are built in place, so this builds a copy of the sources in

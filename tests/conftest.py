@@ -13,6 +13,9 @@
   STREAM wrong-answer test builds there (grading builds inside its sandbox).
 * Under xdist (``--dist loadfile``) the tests of a file run on one worker, so their
   module fixtures are made once; the book is built once for all workers (``book``).
+  The files that take minutes are handed out first, longest first (``LONGEST_FIRST``;
+  ``make test`` turns off xdist's own order, by number of tests, which started the longest
+  file last): a long file started last is the run's tail.
 """
 import atexit
 import os
@@ -100,6 +103,20 @@ def pytest_sessionfinish(session, exitstatus):
         else:
             print("\n".join(lines), file=sys.stderr)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# the files that take minutes, longest first (``--durations`` of a run lists them): under
+# ``--dist loadfile --no-loadscope-reorder`` the workers take files in this order, so none of
+# them starts at the end of the run; the book's readers (test_site) come after the book
+LONGEST_FIRST = ("test_wrong_answers.py", "test_book.py", "test_hostile_class.py",
+                 "test_notebooks.py", "test_notebooks_grading.py", "test_jupyterlab.py",
+                 "test_launch.py", "test_kernels.py", "test_site.py", "test_pingpong.py",
+                 "test_ring.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: in a file too
 
 
 @pytest.fixture(scope="session")
