@@ -115,6 +115,27 @@ def test_pingpong_latency_from_records(engines):
     assert exp.pingpong_latency(pp) > 0
 
 
+def test_the_labs_pingpong_latency_is_of_its_own_profile(engines, tmp_path, monkeypatch):
+    """A lab in the standard profile does not take a saved quick PingPong run: it measures
+    its own (here a stand-in that says it was asked), and the quick lab takes the saved one."""
+    from hpclab.chapters.pingpong import analysis as pingpong
+
+    monkeypatch.setenv("HPCLAB_RESULTS_DIR", str(tmp_path))
+    exp.measure_pingpong(engines, profile="quick").save()
+
+    class Measured(Exception):
+        pass
+
+    def measure_anew(profile=None, **options):
+        raise Measured(profile)
+
+    monkeypatch.setattr(pingpong, "run", measure_anew)
+    latency, source = exp.pingpong_reference("quick")
+    assert latency > 0 and "quick" in source, source
+    with pytest.raises(Measured, match="standard"):
+        exp.pingpong_reference("standard")
+
+
 def test_cli_writes_ring_records(tmp_path):
     r = launch.mpirun([sys.executable, "-m", "hpclab", "run", "ring", "--profile", "quick",
                        "--out", str(tmp_path), "--quiet"], n=2, timeout=300, what="ring CLI")

@@ -229,14 +229,15 @@ def lambda_table(fits_table):
     return t[keep].set_index(["variant", "implementation"]).sort_index().round(3)
 
 
-def pingpong_reference(engines=None, impl="c"):
+def pingpong_reference(profile=None, engines=None, impl="c"):
     """The PingPong latency the chapter compares λ with, from the PingPong run the other
-    chapters take (:func:`hpclab.chapters.pingpong.analysis.measurement`; measured and saved now
-    when there is none): (latency in s, where it came from). ``engines`` are the ring's
-    own, which PingPong does not use (it starts its two)."""
+    chapters take (:func:`hpclab.chapters.pingpong.analysis.measurement`, of ``profile``
+    when one is given, as a lab gives its own; measured and saved now when there is none):
+    (latency in s, where it came from). ``engines`` are the ring's own, which PingPong does
+    not use (it starts its two)."""
     from hpclab.chapters.pingpong import analysis as pingpong
 
-    pp, source = pingpong.measurement()
+    pp, source = pingpong.measurement(profile)
     return pingpong_latency(pp, impl), source
 
 
