@@ -117,6 +117,26 @@ def last_level_cache_bytes():
     return max(sizes) if sizes else None
 
 
+# a memory-bound timing's working set per rank is at least this many times the last-level
+# cache (one instance; 32 MiB where the machine does not say): the one rule by which the labs
+# size what they time
+CACHE_FACTOR = 2
+UNKNOWN_CACHE_BYTES = 32 << 20
+
+
+def beyond_cache(bytes_of, least, step, factor=CACHE_FACTOR):
+    """The smallest size ``least + k * step`` (k = 0, 1, ...) whose working set per rank,
+    ``bytes_of(size)`` bytes, is at least ``factor`` times this machine's last-level cache,
+    so that even one rank streams it from memory."""
+    if step <= 0 or bytes_of(least + step) <= bytes_of(least):
+        raise ValueError("beyond_cache needs a positive step that grows the working set")
+    cache = last_level_cache_bytes() or UNKNOWN_CACHE_BYTES
+    size = least
+    while bytes_of(size) < factor * cache:
+        size += step
+    return size
+
+
 def memory_bytes():
     m = re.search(r"^MemTotal:\s+(\d+) kB", _read("/proc/meminfo") or "", re.MULTILINE)
     return int(m.group(1)) * 1024 if m else None

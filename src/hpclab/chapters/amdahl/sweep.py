@@ -21,9 +21,13 @@ def shape_name(nx, ny, nz):
     return f"{nx}x{ny}x{nz}"
 
 
-def tasks(profile=None, impls=IMPLS, hugepages=False, max_procs=None, kinds=KINDS):
-    """The measurements a profile asks for, in the order they run."""
+def tasks(profile=None, impls=IMPLS, hugepages=False, max_procs=None, kinds=KINDS,
+          shapes=None):
+    """The measurements a profile asks for, in the order they run; ``shapes`` replaces the
+    profile's shapes of the strong sweep (a lab times its own, :func:`lab_shape`)."""
     settings = profiles.get(NAME, profile)
+    if shapes is not None:
+        settings["shapes"] = [[int(v) for v in shape] for shape in shapes]
     unknown = (set(impls) - set(IMPLS)) | (set(kinds) - set(KINDS))
     if unknown or not impls:
         raise ValueError(f"unknown amdahl implementation(s) or kind(s) {sorted(unknown)}: "
@@ -97,19 +101,33 @@ def _describe(task):
             f"{shape_name(task['nx'], task['ny'], task['nz'])}")
 
 
+def lab_shape(profile=None, ranks=1):
+    """The shape a lab times: the profile's first, its first dimension grown in steps of 24
+    until the three arrays of one of ``ranks`` ranks (A, B and C: 24 bytes an element) are
+    beyond the cache by :func:`hpclab.machine.beyond_cache`, so that even the most ranks
+    timed add from memory. The ``quick`` profile keeps its own (its timings mean
+    nothing)."""
+    from hpclab import machine
+
+    nx, ny, nz = (int(v) for v in profiles.get(NAME, profile)["shapes"][0])
+    if profiles.name(profile) != "quick":
+        nx = machine.beyond_cache(lambda n: 24 * n * ny * nz / ranks, nx, 24)
+    return int(nx), ny, nz
+
+
 def _extra(impls, hugepages):
     return {"implementations": list(impls), "hugepages": bool(hugepages)}
 
 
 def run(profile=None, impls=IMPLS, n=None, hugepages=False, mpi_args=(), progress=True,
-        engines=None, timeout=None, kinds=KINDS):
+        engines=None, timeout=None, kinds=KINDS, shapes=None):
     """Measure on MPI engines: the matrix program on P = 1 .. cores, the synthetic
-    program on up to ``max(cores, procs)`` sleeping ranks. Returns a
-    :class:`hpclab.records.Run`."""
+    program on up to ``max(cores, procs)`` sleeping ranks (``shapes`` as for :func:`tasks`).
+    Returns a :class:`hpclab.records.Run`."""
     cores = launch.usable_cores()
     syn = profiles.get(NAME, profile)["synthetic"]["procs"] if "synthetic" in kinds else 0
     n = n or (engines.n if engines is not None else max(NPROCS, syn))
-    todo = tasks(profile, impls, hugepages, min(n, cores), kinds)
+    todo = tasks(profile, impls, hugepages, min(n, cores), kinds, shapes)
     todo = [t for t in todo if t["nprocs"] <= n]
     timeout = timeout or profiles.timeout(NAME, profile)
     owned = engines is None

@@ -90,22 +90,18 @@ def run(profile=None, impls=IMPLS, n=None, mpi_args=(), progress=True, engines=N
                       timeout, weak=weak, strong=strong)
 
 
-def lab_points(profile=None, factor=2, step=8):
-    """Points per rank and dimension L for a lab's timed weak sweep: the smallest multiple of
-    ``step`` whose three arrays of one rank (u, unew, f with their halo: 24 bytes a point)
-    take ``factor`` times the last-level cache, so that even one rank sweeps from memory
-    (at least the profile's largest L). The ``quick`` profile keeps its own L (its timings
-    mean nothing)."""
+def lab_points(profile=None):
+    """Points per rank and dimension L for a lab's timed weak sweep: the smallest L from the
+    profile's largest on, in steps of 8, whose three arrays of one rank (u, unew, f with
+    their halo: 24 bytes a point) are beyond the cache by :func:`hpclab.machine.beyond_cache`,
+    so that even one rank sweeps from memory. The ``quick`` profile keeps its own L (its
+    timings mean nothing)."""
     from hpclab import machine
 
-    own = max(profiles.get(NAME, profile)["weak"])
+    own = int(max(profiles.get(NAME, profile)["weak"]))
     if profiles.name(profile) == "quick":
-        return int(own)
-    cache = machine.last_level_cache_bytes() or 32 << 20
-    L = step
-    while 24 * (L + 2) ** 3 < factor * cache:
-        L += step
-    return int(max(L, own))
+        return own
+    return int(machine.beyond_cache(lambda L: 24 * (L + 2) ** 3, own, 8))
 
 
 def run_mpi(comm=None, profile=None, impls=IMPLS, hugepages=False, progress=True):

@@ -20,9 +20,16 @@ MIB = 2.0 ** 20
 IMPL_NAMES = {"c": "C", "cython": "Cython", "python": "mpi4py + numpy"}
 
 
-def tasks(profile=None, impls=IMPLS, max_procs=None):
-    """The measurements a profile asks for, in the order they run."""
+def tasks(profile=None, impls=IMPLS, max_procs=None, strong=None, compare=True,
+          convergence=True):
+    """The measurements a profile asks for, in the order they run; ``strong`` replaces the
+    profile's meshes of the strong sweep (a lab times its own, :func:`lab_n`),
+    ``compare=False`` and ``convergence=False`` leave those sweeps out."""
     settings = profiles.get(NAME, profile)
+    if strong is not None:
+        settings["strong"] = [int(n) for n in strong]
+    if not convergence:
+        settings["convergence"] = []
     unknown = set(impls) - set(IMPLS)
     if unknown or not impls:
         raise ValueError(f"unknown poisson implementation(s) {sorted(unknown)}: choose from "
@@ -42,7 +49,7 @@ def tasks(profile=None, impls=IMPLS, max_procs=None):
                     out.append({"kind": "strong", "impl": "c", "nprocs": nprocs, "n": n,
                                 "interleave": interleave, "iterations": cap,
                                 "repetitions": reps})
-        for impl in impls:
+        for impl in (impls if compare else ()):
             out.append({"kind": "compare", "impl": impl, "nprocs": nprocs,
                         "n": settings["compare"], "interleave": True, "iterations": cap,
                         "repetitions": reps})
@@ -74,10 +81,25 @@ def _describe(task):
 
 
 def run(profile=None, impls=IMPLS, n=None, mpi_args=(), progress=True, engines=None,
-        timeout=None, hugepages=False):
-    """Measure on n MPI engines (default: the cores; P never exceeds the cores)."""
+        timeout=None, hugepages=False, **task_options):
+    """Measure on n MPI engines (default: the cores; P never exceeds the cores);
+    ``task_options`` as for :func:`tasks`."""
     return over_ranks(sys.modules[__name__], profile, impls, n, mpi_args, progress, engines,
-                      timeout)
+                      timeout, **task_options)
+
+
+def lab_n(profile=None, ranks=1):
+    """The mesh N a lab times: from the profile's largest strong mesh on, in steps of 256,
+    the smallest whose four vectors of one of ``ranks`` ranks (x, r, p and A p with their
+    boundary: 32 bytes a point) are beyond the cache by
+    :func:`hpclab.machine.beyond_cache`, so that even the most ranks timed sweep from
+    memory. The ``quick`` profile keeps its own (its timings mean nothing)."""
+    from hpclab import machine
+
+    own = int(max(profiles.get(NAME, profile)["strong"]))
+    if profiles.name(profile) == "quick":
+        return own
+    return int(machine.beyond_cache(lambda n: 32 * (n + 2) ** 2 / ranks, own, 256))
 
 
 def run_mpi(comm=None, profile=None, impls=IMPLS, hugepages=False, progress=True):
