@@ -129,3 +129,18 @@ def test_a_comparison_from_two_runs_each_says_it_barely_bounds_the_ratio():
     assert "e+" in words or "," in words  # a huge bound in few digits
     tight = stats.compare([2.0, 2.1, 2.05, 1.98, 2.02], [1.0, 1.05, 0.99, 1.01, 1.02], ("a", "b"))
     assert "barely" not in tight.words()
+
+
+def test_a_term_against_its_model_is_judged_by_its_interval():
+    """over_model: the median's ratio with the interval of median_interval, over the model;
+    verdict: a difference only when the whole interval is on one side of 1."""
+    v = np.array([1.0, 1.1, 1.2, 1.05, 1.15, 1.12])
+    ratio, low, high = stats.over_model(v, 0.5)
+    med, lo, hi = stats.median_interval(v)
+    assert np.allclose([ratio, low, high], [med / 0.5, lo / 0.5, hi / 0.5])
+    assert stats.verdict(low, high) == "slower than the model"
+    assert stats.verdict(*stats.over_model(v, 2.0)[1:]) == "faster than the model"
+    assert stats.verdict(*stats.over_model(v, med)[1:]) == "as the model"
+    one = stats.over_model([1.0], 0.5)
+    assert one[0] == 2.0 and np.isnan(one[1:]).all() and stats.verdict(*one[1:]) == "cannot tell"
+    assert np.isnan(stats.over_model(v, 0.0)).all()  # no model time: nothing to compare

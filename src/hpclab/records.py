@@ -175,6 +175,18 @@ class Run:
         return path
 
 
+def samples(run_or_df: Run | pd.DataFrame, metric: str, **where: Any) -> np.ndarray:
+    """The repetitions of one metric for the rows matching ``where`` (column=value), in the
+    order of their repetition."""
+    t = table(run_or_df)
+    t = t[t["metric"] == metric]
+    for k, v in where.items():
+        t = t[t[k] == v]
+    if "rep" in t.columns:
+        t = t.sort_values("rep", kind="stable")
+    return t["value"].to_numpy(dtype=float)
+
+
 def validate(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` when it follows the record format; a RecordError that says what is wrong."""
     missing = [c for c in REQUIRED if c not in df.columns]

@@ -145,6 +145,32 @@ def median_interval(values, seed=0):
     return (med, *_percentiles(_boot_medians(v, np.random.default_rng(seed))))
 
 
+def over_model(values, model):
+    """(ratio, low, high): the median of repeated measurements over a model's value, taken as
+    exact, with the 95% interval of :func:`median_interval` over the same value; the
+    interval NaN when there is none (fewer than two measurements), all three NaN when the
+    model is not a positive time."""
+    v = np.asarray(values, dtype=float).ravel()
+    if v.size == 0 or not np.isfinite(model) or model <= 0:
+        return (float("nan"),) * 3
+    try:
+        med, low, high = median_interval(v)
+    except ValueError:
+        return float(np.median(v)) / model, float("nan"), float("nan")
+    return med / model, low / model, high / model
+
+
+VERDICTS = ("slower than the model", "faster than the model", "as the model", "cannot tell")
+
+
+def verdict(low, high):
+    """Where the 95% interval of a measured/model ratio lies against 1: one of
+    :data:`VERDICTS` (a difference only when the whole interval is on one side)."""
+    if not np.isfinite([low, high]).all():
+        return VERDICTS[3]
+    return VERDICTS[0] if low > 1 else VERDICTS[1] if high < 1 else VERDICTS[2]
+
+
 WIDE = 10  # an interval whose ends differ by more than this factor barely bounds anything
 
 

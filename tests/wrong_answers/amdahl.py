@@ -60,4 +60,10 @@ WRONG = [
          ("simulated",
           'float(sim_phases.loc[12, "total [ms]"] - _t1 * (sim_s1 + (1 - sim_s1) / 12))',
           'float(_t1 * (sim_s1 + (1 - sim_s1) / 12) - sim_phases.loc[12, "total [ms]"])')),
+    case("the interval of the model over the measurement", "test_worst_verdict",
+         "the model over the measurement",
+         ("which_term", "_, worst_low, worst_high = ", "_, _a, _b = "),
+         ("which_term", "if not np.isfinite([worst_low, worst_high]).all():",
+          "worst_low, worst_high = 1 / _b, 1 / _a\n"
+          "if not np.isfinite([worst_low, worst_high]).all():")),
 ]

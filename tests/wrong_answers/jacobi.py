@@ -50,4 +50,10 @@ WRONG = [
           'float(sim_table.loc[48, "slow-down, report 001"])')),
     case("T_s in ms beside T_c in s", "test_simulated", "in ms",
          ("simulated", '_Ts = _t.loc[1] * 1e-3', '_Ts = _t.loc[1]')),
+    case("the interval of the model over the measurement", "test_worst_verdict",
+         "the model over the measurement",
+         ("which_term", "_, worst_low, worst_high = ", "_, _a, _b = "),
+         ("which_term", "if not np.isfinite([worst_low, worst_high]).all():",
+          "worst_low, worst_high = 1 / _b, 1 / _a\n"
+          "if not np.isfinite([worst_low, worst_high]).all():")),
 ]

@@ -60,6 +60,25 @@ def phase_runs(df, nprocs=1, impl="c", distribution="none", shape=None, kind="st
         drop=True)
 
 
+def term_interval(df, term, P, predicted_add_s):
+    """(ratio, low, high): one phase at P ranks (C, the lab's distribution over planes)
+    against Amdahl's model, with its 95% interval: the addition's repetitions over
+    ``predicted_add_s`` taken as exact (:func:`hpclab.stats.over_model`); a serial phase's
+    over its repetitions on one rank, the model's value, both measured
+    (:func:`hpclab.stats.compare`). The interval is NaN with fewer than two repetitions."""
+    runs = phase_runs(df, nprocs=P)
+    if term not in runs.columns or term == "total":
+        raise ValueError(f"term is one of create, distribute, add, collect, not {term!r}")
+    if term == "add":
+        return hstats.over_model(runs["add"].to_numpy(float), predicted_add_s)
+    one = phase_runs(df, nprocs=1)[term].to_numpy(float)
+    try:
+        c = hstats.compare(runs[term].to_numpy(float), one)
+    except ValueError:
+        return float(np.median(runs[term]) / np.median(one)), float("nan"), float("nan")
+    return c.ratio, c.low, c.high
+
+
 def first_shape(df):
     t = records.table(df)
     strong = t[t["kind"] == "strong"]

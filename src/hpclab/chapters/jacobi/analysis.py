@@ -90,6 +90,18 @@ def predict(df, lam, bandwidth, stream_gbs, bytes_per_update=None):
     return w
 
 
+def term_interval(df, term, P, L, model_s):
+    """(ratio, low, high): one term of the model ("compute" or "halo") at P ranks of a weak
+    sweep (C, cubes, no overlap, L points per rank and dimension), the measured seconds per
+    sweep of every repetition over the model's ``model_s``, with the 95% interval of their
+    median (:func:`hpclab.stats.over_model`)."""
+    if term not in ("compute", "halo"):
+        raise ValueError(f'term is "compute" or "halo", not {term!r}')
+    return stats.over_model(records.samples(df, term, kind="weak", impl="c",
+                                            decomposition="cube", overlap=False, L=L,
+                                            nprocs=P), model_s)
+
+
 def faces_sent(decomposition, nprocs):
     """Faces the busiest rank sends in one halo exchange (it receives as many)."""
     return sum(neighbours_per_direction(grid_of(decomposition, int(nprocs))))

@@ -37,11 +37,7 @@ KEYS = ["kind", "impl", "n", "interleave", "nprocs"]
 
 def samples(df, metric, **where):
     """The repetitions of one metric for the rows matching ``where`` (column=value)."""
-    t = records.table(df)
-    t = t[t["metric"] == metric]
-    for k, v in where.items():
-        t = t[t[k] == v]
-    return t["value"].to_numpy(dtype=float)
+    return records.samples(df, metric, **where)
 
 
 def wide(df):
@@ -142,6 +138,23 @@ def parts(df, n=None, interleave=True):
     t["other"] = np.maximum(w["iteration"] - t.sum(axis=1), 0)
     t.index.name = "P"
     return t
+
+
+# the metrics whose sum, repetition by repetition, is each part of the model (:func:`parts`)
+PART_METRICS = {"memory": (("matvec", 1), ("halo", -1), ("update", 1)),
+                "Allreduce": (("reduce", 1),), "halo": (("halo", 1),)}
+
+
+def part_interval(df, part, P, n, model_s, interleave=True):
+    """(ratio, low, high): one part of the model ("memory": A p and the updates,
+    "Allreduce" or "halo") at P ranks and mesh n of the strong sweep (C), the measured seconds
+    per iteration of every repetition over the model's ``model_s``, with the 95% interval of
+    their median (:func:`hpclab.stats.over_model`)."""
+    if part not in PART_METRICS:
+        raise ValueError(f"part is one of {', '.join(PART_METRICS)}, not {part!r}")
+    where = {"kind": "strong", "impl": "c", "n": n, "nprocs": P, "interleave": interleave}
+    per_rep = sum(sign * samples(df, metric, **where) for metric, sign in PART_METRICS[part])
+    return stats.over_model(per_rep, model_s)
 
 
 def predicted_iteration(n, p, lam, bandwidth, stream_gbs, per_point=BYTES):
