@@ -11,6 +11,18 @@ def case(why, loses, says, *edits):
     return {"why": why, "loses": [loses], "says": says, "edits": list(edits)}
 
 
+def interval_upside_down(answer):
+    """The furthest term's interval taken as the model over the measurement, in the answer cell
+    ``answer`` of a lab that judges its furthest term by that interval (Amdahl, Jacobi,
+    Poisson)."""
+    return case("the interval of the model over the measurement", "test_worst_verdict",
+                "the model over the measurement",
+                (answer, "_, worst_low, worst_high = ", "_, _a, _b = "),
+                (answer, "if not np.isfinite([worst_low, worst_high]).all():",
+                 "worst_low, worst_high = 1 / _b, 1 / _a\n"
+                 "if not np.isfinite([worst_low, worst_high]).all():"))
+
+
 def labs():
     """{lab: its wrong answers} for every lab with a module here."""
     return {p.stem: importlib.import_module(f"wrong_answers.{p.stem}").WRONG

@@ -1,5 +1,5 @@
 """The Amdahl lab's common wrong answers (see tests/wrong_answers/__init__.py)."""
-from wrong_answers import case
+from wrong_answers import case, interval_upside_down
 
 WRONG = [
     case("planes split without the remainder", "test_distributed_add", "its block of the",
@@ -48,6 +48,11 @@ WRONG = [
           "return float(serial.sum() / runs[\"total\"].sum())")),
     case("z = 1.96 for a handful of points", "test_fit_amdahl", "95% interval",
          ("fit_amdahl", "stats.t.ppf(0.975, P.size - 1)", "1.96")),
+    case("the fit through P = 1 too", "test_fit_amdahl", "leave out P = 1",
+         ("fit_amdahl", "keep = P > 1", "keep = P > 0")),
+    case("ORFEO's speed-up on one node at 12 cores", "test_orfeo", "24 cores",
+         ("orfeo", "orfeo_S24 = float(predict_speedup(s_orfeo, 24))",
+          "orfeo_S24 = float(predict_speedup(s_orfeo, 12))")),
     case("s and 1 - s swapped", "test_orfeo", "Amdahl's limit",
          ("orfeo", "orfeo_S24 = float(predict_speedup(s_orfeo, 24))",
           "orfeo_S24 = float(predict_speedup(1 - s_orfeo, 24))")),
@@ -60,10 +65,5 @@ WRONG = [
          ("simulated",
           'float(sim_phases.loc[12, "total [ms]"] - _t1 * (sim_s1 + (1 - sim_s1) / 12))',
           'float(_t1 * (sim_s1 + (1 - sim_s1) / 12) - sim_phases.loc[12, "total [ms]"])')),
-    case("the interval of the model over the measurement", "test_worst_verdict",
-         "the model over the measurement",
-         ("which_term", "_, worst_low, worst_high = ", "_, _a, _b = "),
-         ("which_term", "if not np.isfinite([worst_low, worst_high]).all():",
-          "worst_low, worst_high = 1 / _b, 1 / _a\n"
-          "if not np.isfinite([worst_low, worst_high]).all():")),
+    interval_upside_down("which_term"),
 ]

@@ -1,5 +1,5 @@
 """The Jacobi lab's common wrong answers (see tests/wrong_answers/__init__.py)."""
-from wrong_answers import case
+from wrong_answers import case, interval_upside_down
 
 WRONG = [
     case("one halo plane per rank: only the lower neighbour's", "test_exchange_slab",
@@ -50,10 +50,5 @@ WRONG = [
           'float(sim_table.loc[48, "slow-down, report 001"])')),
     case("T_s in ms beside T_c in s", "test_simulated", "in ms",
          ("simulated", '_Ts = _t.loc[1] * 1e-3', '_Ts = _t.loc[1]')),
-    case("the interval of the model over the measurement", "test_worst_verdict",
-         "the model over the measurement",
-         ("which_term", "_, worst_low, worst_high = ", "_, _a, _b = "),
-         ("which_term", "if not np.isfinite([worst_low, worst_high]).all():",
-          "worst_low, worst_high = 1 / _b, 1 / _a\n"
-          "if not np.isfinite([worst_low, worst_high]).all():")),
+    interval_upside_down("which_term"),
 ]

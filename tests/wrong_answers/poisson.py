@@ -1,5 +1,5 @@
 """The Poisson lab's common wrong answers (see tests/wrong_answers/__init__.py)."""
-from wrong_answers import case
+from wrong_answers import case, interval_upside_down
 
 WRONG = [
     case("the dot product of a rank's own rows", "test_cg", "own rows only",
@@ -39,10 +39,5 @@ WRONG = [
     case("the report's speed-up as its efficiency", "test_simulated", "divides it by 32",
          ("simulated", "float(_e.loc[(1, 32)])",
           "float(_e.loc[(1, 32)] * 32)")),
-    case("the interval of the model over the measurement", "test_worst_verdict",
-         "the model over the measurement",
-         ("which_part", "_, worst_low, worst_high = ", "_, _a, _b = "),
-         ("which_part", "if not np.isfinite([worst_low, worst_high]).all():",
-          "worst_low, worst_high = 1 / _b, 1 / _a\n"
-          "if not np.isfinite([worst_low, worst_high]).all():")),
+    interval_upside_down("which_part"),
 ]
