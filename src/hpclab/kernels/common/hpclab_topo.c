@@ -115,18 +115,24 @@ size_t hpclab_topo_points(const hpclab_topo *t)
     return points;
 }
 
-/* Tags: 2d for what travels down dimension d (to lo), 2d + 1 for what travels up. */
+/* Tags: 2d for what travels down dimension d (to lo), 2d + 1 for what travels up. A side
+ * with no neighbour (MPI_PROC_NULL, a face of the domain) posts nothing: a message to no one
+ * still costs a call, and on one rank that was the whole "halo" time. */
 void hpclab_halo_start(const hpclab_topo *t, double *field, MPI_Request *req)
 {
     int n = 0;
 
     for (int d = 0; d < t->ndims; d++) {
-        MPI_Irecv(field, 1, t->recv_lo[d], t->lo[d], 2 * d + 1, t->cart, &req[n++]);
-        MPI_Irecv(field, 1, t->recv_hi[d], t->hi[d], 2 * d, t->cart, &req[n++]);
+        if (t->lo[d] != MPI_PROC_NULL)
+            MPI_Irecv(field, 1, t->recv_lo[d], t->lo[d], 2 * d + 1, t->cart, &req[n++]);
+        if (t->hi[d] != MPI_PROC_NULL)
+            MPI_Irecv(field, 1, t->recv_hi[d], t->hi[d], 2 * d, t->cart, &req[n++]);
     }
     for (int d = 0; d < t->ndims; d++) {
-        MPI_Isend(field, 1, t->send_lo[d], t->lo[d], 2 * d, t->cart, &req[n++]);
-        MPI_Isend(field, 1, t->send_hi[d], t->hi[d], 2 * d + 1, t->cart, &req[n++]);
+        if (t->lo[d] != MPI_PROC_NULL)
+            MPI_Isend(field, 1, t->send_lo[d], t->lo[d], 2 * d, t->cart, &req[n++]);
+        if (t->hi[d] != MPI_PROC_NULL)
+            MPI_Isend(field, 1, t->send_hi[d], t->hi[d], 2 * d + 1, t->cart, &req[n++]);
     }
     while (n < HPCLAB_HALO_REQUESTS)
         req[n++] = MPI_REQUEST_NULL;
