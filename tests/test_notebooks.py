@@ -11,6 +11,7 @@ import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
 import grading_round_trip
+from grading_round_trip import cells
 
 ROOT = Path(__file__).resolve().parents[1]
 AUTOGRADER = ROOT / "autograder"
@@ -41,10 +42,6 @@ def nbgrader_config():
     exec(compile(code, str(AUTOGRADER / "nbgrader_config.py"), "exec"),
          {"get_config": lambda: cfg, "__file__": str(AUTOGRADER / "nbgrader_config.py")})
     return cfg
-
-
-def cells(path):
-    return nbformat.read(path, as_version=4).cells
 
 
 def test_every_chapter_has_a_lab():

@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def _block(n, nprocs, rank):
-    from hpclab.kernels.topology import block_range
-
-    return block_range(n, nprocs, rank)
+from hpclab.kernels.topology import block_range
 
 
 def _parts_on_rank(dot, apply_A, cg, nprocs, n, seed, tol):
@@ -26,7 +22,7 @@ def _parts_on_rank(dot, apply_A, cg, nprocs, n, seed, tol):
         cart = sub.Create_cart([nprocs], periods=[False])
         try:
             rank = cart.Get_rank()
-            first, rows = _block(n, nprocs, rank)
+            first, rows = block_range(n, nprocs, rank)
             rng = np.random.default_rng(seed)
             a_all, b_all = rng.standard_normal((2, n + 2, n + 2))
             for x in (a_all, b_all):  # the boundary ring is zero
@@ -93,7 +89,7 @@ def poisson_check(engines, dot, apply_A, cg, nprocs, n=24, seed=0, timeout=60):
     dots = [r["dot"] for r in per_rank]
     if not all(np.isclose(d, want, rtol=1e-10) for d in dots):
         def own(x, rank):
-            first, rows = _block(n, nprocs, rank)
+            first, rows = block_range(n, nprocs, rank)
             return x[1 + first:1 + first + rows, 1:-1]
 
         local = [float(np.vdot(own(a_all, r["rank"]), own(b_all, r["rank"]))) for r in per_rank]
@@ -157,7 +153,7 @@ def _time_parts_on_rank(dot, apply_A, nprocs, n, repetitions):
         cart = sub.Create_cart([nprocs], periods=[False])
         try:
             rank = cart.Get_rank()
-            first, rows = _block(n, nprocs, rank)
+            first, rows = block_range(n, nprocs, rank)
             p = np.zeros((rows + 2, n + 2))
             p[1:-1, 1:-1] = np.random.default_rng(rank).random((rows, n))
             times = {"apply_A": [], "dot": []}
