@@ -36,6 +36,19 @@ def harnesses():
     return out
 
 
+def timed_ranks(engines, nprocs):
+    """``nprocs`` as an int when a harness may time on that many of ``engines``: at least one,
+    at most the engines and one per usable core (a timing on more ranks than cores times the
+    sharing); a ValueError that names the cores otherwise."""
+    from hpclab import launch
+
+    cores = launch.usable_cores()
+    if not 1 <= nprocs <= min(engines.n, cores):
+        raise ValueError(f"time on 1 to {min(engines.n, cores)} ranks (one per core of the "
+                         f"{cores}), not {nprocs}")
+    return int(nprocs)
+
+
 class CountingComm:
     """A communicator that counts the calls made on it and on the communicators made from it
     (``Create_cart``, ``Dup``, ...): every attribute is the real communicator's."""

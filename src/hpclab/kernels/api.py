@@ -137,22 +137,31 @@ def build(kernel, raw, errors, prepare=None, finish=None):
 
 class first_ranks:
     """``with first_ranks(comm, n) as sub:`` a communicator of comm's first n ranks (None on
-    the others), freed at the end. Collective on comm (MPI_Comm_split)."""
+    the others), freed at the end. Collective on comm (MPI_Comm_split). With ``dims`` (a
+    process grid of n ranks), ``sub`` is a non-periodic Cartesian communicator on it
+    (MPI_Cart_create, ranks not reordered), freed at the end too."""
 
-    def __init__(self, comm, n):
+    def __init__(self, comm, n, dims=None):
         from mpi4py import MPI
 
         if not 1 <= n <= comm.Get_size():
             raise ValueError(f"{n} ranks asked for; this communicator has {comm.Get_size()}")
+        if dims is not None and int(np.prod(dims)) != n:
+            raise ValueError(f"a process grid {list(dims)} of {int(np.prod(dims))} ranks for "
+                             f"{n} ranks")
         inside = comm.Get_rank() < n
-        self.sub = comm.Split(0 if inside else MPI.UNDEFINED, comm.Get_rank())
-        if not inside:
-            self.sub = None
+        self.split = comm.Split(0 if inside else MPI.UNDEFINED, comm.Get_rank())
+        self.sub = self.split if inside else None
+        if inside and dims is not None:
+            self.sub = self.split.Create_cart([int(d) for d in dims],
+                                              periods=[False] * len(dims))
 
     def __enter__(self):
         return self.sub
 
     def __exit__(self, *exc):
-        if self.sub is not None:
-            self.sub.Free()
+        if self.sub is not None:  # on the first n ranks (the others hold MPI_COMM_NULL)
+            if self.sub is not self.split:
+                self.sub.Free()
+            self.split.Free()
         return False

@@ -271,11 +271,9 @@ def addition_timing(engines, add_func, nprocs, shape, extra=(), repetitions=3, t
     """Seconds of each call ``add_func(comm, A, B, *extra)`` on the first nprocs engines
     (distribute, add, collect; rank 0's arrays are made before the clock starts), and
     whether every C was right: ``{"times": [...], "right": bool}``."""
-    from hpclab import launch
+    from hpclab.exercises import timed_ranks
 
-    if not 1 <= nprocs <= min(engines.n, launch.usable_cores()):
-        raise ValueError(f"time on 1 to {min(engines.n, launch.usable_cores())} ranks (one per "
-                         f"core of the {launch.usable_cores()}), not {nprocs}")
+    nprocs = timed_ranks(engines, nprocs)
     res = [r for r in engines.run(_time_on_rank, add_func, int(nprocs),
                                   tuple(int(v) for v in shape), int(repetitions), tuple(extra),
                                   timeout=timeout, what=f"your addition timed on {nprocs} ranks")

@@ -78,44 +78,40 @@ def _cube_on_rank(exchange, nprocs, dims, shape, sweeps, seed):
     from hpclab.kernels.api import first_ranks
     from hpclab.kernels.topology import block_range
 
-    with first_ranks(MPI.COMM_WORLD, nprocs) as sub:
-        if sub is None:
+    with first_ranks(MPI.COMM_WORLD, nprocs, dims=list(dims)) as cart:
+        if cart is None:
             return None
-        cart = sub.Create_cart(list(dims), periods=[False] * 3)
-        try:
-            coords = cart.Get_coords(cart.Get_rank())
-            ranges = [block_range(n, d, c) for n, d, c in zip(shape, dims, coords)]
-            u0 = np.random.default_rng(seed).random(shape)
-            _, f_all, w, diag = jacobi.serial_problem(shape)
-            outer = tuple(slice(o, o + n + 2) for o, n in ranges)
-            f = np.ascontiguousarray(f_all[outer])
-            u = np.zeros_like(f)
-            u[1:-1, 1:-1, 1:-1] = u0[tuple(slice(o, o + n) for o, n in ranges)]
-            for d in range(3):  # the faces a neighbour must fill start as NaN
-                lower, upper = cart.Shift(d, 1)
-                for neighbour, index in ((lower, 0), (upper, -1)):
-                    if neighbour != MPI.PROC_NULL:
-                        u[(slice(None),) * d + (index,)] = np.nan
-            unew = u.copy()
-            unfilled = set()
-            for step in range(sweeps):
-                exchange(cart, u)
-                if step == 0:  # the faces (without the layer around them) still NaN
-                    inner = (slice(1, -1),) * 3
-                    for d in range(3):
-                        for side, index in (("lower", 0), ("upper", -1)):
-                            face = list(inner)
-                            face[d] = index
-                            if np.isnan(u[tuple(face)]).any():
-                                unfilled.add((d, side))
-                jacobi.sweep(u, f, unew, w, diag)
-                u, unew = unew, u
-            unfilled_all = cart.gather(sorted(unfilled), root=0)
-            blocks = cart.gather((tuple(o for o, _ in ranges), u[1:-1, 1:-1, 1:-1].copy()),
-                                 root=0)
-            rank = cart.Get_rank()
-        finally:
-            cart.Free()
+        coords = cart.Get_coords(cart.Get_rank())
+        ranges = [block_range(n, d, c) for n, d, c in zip(shape, dims, coords)]
+        u0 = np.random.default_rng(seed).random(shape)
+        _, f_all, w, diag = jacobi.serial_problem(shape)
+        outer = tuple(slice(o, o + n + 2) for o, n in ranges)
+        f = np.ascontiguousarray(f_all[outer])
+        u = np.zeros_like(f)
+        u[1:-1, 1:-1, 1:-1] = u0[tuple(slice(o, o + n) for o, n in ranges)]
+        for d in range(3):  # the faces a neighbour must fill start as NaN
+            lower, upper = cart.Shift(d, 1)
+            for neighbour, index in ((lower, 0), (upper, -1)):
+                if neighbour != MPI.PROC_NULL:
+                    u[(slice(None),) * d + (index,)] = np.nan
+        unew = u.copy()
+        unfilled = set()
+        for step in range(sweeps):
+            exchange(cart, u)
+            if step == 0:  # the faces (without the layer around them) still NaN
+                inner = (slice(1, -1),) * 3
+                for d in range(3):
+                    for side, index in (("lower", 0), ("upper", -1)):
+                        face = list(inner)
+                        face[d] = index
+                        if np.isnan(u[tuple(face)]).any():
+                            unfilled.add((d, side))
+            jacobi.sweep(u, f, unew, w, diag)
+            u, unew = unew, u
+        unfilled_all = cart.gather(sorted(unfilled), root=0)
+        blocks = cart.gather((tuple(o for o, _ in ranges), u[1:-1, 1:-1, 1:-1].copy()),
+                             root=0)
+        rank = cart.Get_rank()
         if rank != 0:
             return {"rank": rank}
         return {"rank": 0, "blocks": blocks,
@@ -170,32 +166,26 @@ def _halo_time_on_rank(exchange, nprocs, dims, L, repetitions):
 
     from hpclab.kernels.api import first_ranks
 
-    with first_ranks(MPI.COMM_WORLD, nprocs) as sub:
-        if sub is None:
+    with first_ranks(MPI.COMM_WORLD, nprocs, dims=list(dims)) as cart:
+        if cart is None:
             return None
-        cart = sub.Create_cart(list(dims), periods=[False] * 3)
-        try:
-            u = np.random.default_rng(cart.Get_rank()).random((L + 2,) * 3)
-            times = []
-            for _ in range(repetitions):
-                cart.Barrier()
-                t0 = MPI.Wtime()
-                exchange(cart, u)
-                times.append(cart.allreduce(MPI.Wtime() - t0, op=MPI.MAX))
-            return {"rank": cart.Get_rank(), "times": times}
-        finally:
-            cart.Free()
+        u = np.random.default_rng(cart.Get_rank()).random((L + 2,) * 3)
+        times = []
+        for _ in range(repetitions):
+            cart.Barrier()
+            t0 = MPI.Wtime()
+            exchange(cart, u)
+            times.append(cart.allreduce(MPI.Wtime() - t0, op=MPI.MAX))
+        return {"rank": cart.Get_rank(), "times": times}
 
 
 def halo_timing(engines, exchange, nprocs, dims, L, repetitions=5, timeout=120):
     """Seconds of each call ``exchange(cart, u)`` on the first nprocs engines, the slowest
     rank's, with blocks of L points per dimension on the process grid ``dims``: what the C
     kernel's ``halo`` metric measures per sweep."""
-    from hpclab import launch
+    from hpclab.exercises import timed_ranks
 
-    if not 1 <= nprocs <= min(engines.n, launch.usable_cores()):
-        raise ValueError(f"time on 1 to {min(engines.n, launch.usable_cores())} ranks (one per "
-                         f"core of the {launch.usable_cores()}), not {nprocs}")
+    nprocs = timed_ranks(engines, nprocs)
     res = engines.run(_halo_time_on_rank, exchange, int(nprocs), tuple(int(d) for d in dims),
                       int(L), int(repetitions), timeout=timeout,
                       what=f"your halo exchange timed on {nprocs} ranks")

@@ -16,45 +16,41 @@ def _parts_on_rank(dot, apply_A, cg, nprocs, n, seed, tol):
     from hpclab.chapters.poisson import kernels as poisson
     from hpclab.kernels.api import first_ranks
 
-    with first_ranks(MPI.COMM_WORLD, nprocs) as sub:
-        if sub is None:
+    with first_ranks(MPI.COMM_WORLD, nprocs, dims=[nprocs]) as cart:
+        if cart is None:
             return None
-        cart = sub.Create_cart([nprocs], periods=[False])
-        try:
-            rank = cart.Get_rank()
-            first, rows = block_range(n, nprocs, rank)
-            rng = np.random.default_rng(seed)
-            a_all, b_all = rng.standard_normal((2, n + 2, n + 2))
-            for x in (a_all, b_all):  # the boundary ring is zero
-                x[0], x[-1], x[:, 0], x[:, -1] = 0, 0, 0, 0
-            a = a_all[first:first + rows + 2].copy()
-            b = b_all[first:first + rows + 2].copy()
-            a[0], a[-1], b[0], b[-1] = 1e3, 1e3, 1e3, 1e3  # halo rows hold stale values
-            out = {"rank": rank, "dot": None, "q": None, "x": None, "k": None}
-            out["dot"] = float(dot(cart, a, b))
-            p = a.copy()
-            p[0] = p[-1] = np.nan  # halo rows the product must fill (or leave, at the ends)
-            if rank == 0:
-                p[0] = 0.0
-            if rank == nprocs - 1:
-                p[-1] = 0.0
-            q = apply_A(cart, p)
-            out["q"] = np.asarray(q, dtype=float)[1:-1].copy()
-            h = 1.0 / (n + 1)
-            rhs = np.zeros((rows + 2, n + 2))
-            rhs[1:-1, 1:-1] = h * h * poisson.f(*poisson.mesh(n, first, rows))
-            out["first"] = first
-            try:  # a wrong product or dot product makes CG fail: that is said first
-                x, k = cg(cart, rhs, dot, apply_A, tol=tol, maxiter=10 * n + 100)
-                out["x"], out["k"] = np.asarray(x, dtype=float)[1:-1, 1:-1].copy(), int(k)
-            except Exception as exc:  # noqa: BLE001 - the student's error, reported below
-                import traceback
+        rank = cart.Get_rank()
+        first, rows = block_range(n, nprocs, rank)
+        rng = np.random.default_rng(seed)
+        a_all, b_all = rng.standard_normal((2, n + 2, n + 2))
+        for x in (a_all, b_all):  # the boundary ring is zero
+            x[0], x[-1], x[:, 0], x[:, -1] = 0, 0, 0, 0
+        a = a_all[first:first + rows + 2].copy()
+        b = b_all[first:first + rows + 2].copy()
+        a[0], a[-1], b[0], b[-1] = 1e3, 1e3, 1e3, 1e3  # halo rows hold stale values
+        out = {"rank": rank, "dot": None, "q": None, "x": None, "k": None}
+        out["dot"] = float(dot(cart, a, b))
+        p = a.copy()
+        p[0] = p[-1] = np.nan  # halo rows the product must fill (or leave, at the ends)
+        if rank == 0:
+            p[0] = 0.0
+        if rank == nprocs - 1:
+            p[-1] = 0.0
+        q = apply_A(cart, p)
+        out["q"] = np.asarray(q, dtype=float)[1:-1].copy()
+        h = 1.0 / (n + 1)
+        rhs = np.zeros((rows + 2, n + 2))
+        rhs[1:-1, 1:-1] = h * h * poisson.f(*poisson.mesh(n, first, rows))
+        out["first"] = first
+        try:  # a wrong product or dot product makes CG fail: that is said first
+            x, k = cg(cart, rhs, dot, apply_A, tol=tol, maxiter=10 * n + 100)
+            out["x"], out["k"] = np.asarray(x, dtype=float)[1:-1, 1:-1].copy(), int(k)
+        except Exception as exc:  # noqa: BLE001 - the student's error, reported below
+            import traceback
 
-                out["cg_error"] = "".join(traceback.format_exception_only(exc)).strip()
-                out["cg_line"] = traceback.extract_tb(exc.__traceback__)[-1].line
-            return out
-        finally:
-            cart.Free()
+            out["cg_error"] = "".join(traceback.format_exception_only(exc)).strip()
+            out["cg_line"] = traceback.extract_tb(exc.__traceback__)[-1].line
+        return out
 
 
 def poisson_check(engines, dot, apply_A, cg, nprocs, n=24, seed=0, timeout=60):
@@ -147,37 +143,31 @@ def _time_parts_on_rank(dot, apply_A, nprocs, n, repetitions):
 
     from hpclab.kernels.api import first_ranks
 
-    with first_ranks(MPI.COMM_WORLD, nprocs) as sub:
-        if sub is None:
+    with first_ranks(MPI.COMM_WORLD, nprocs, dims=[nprocs]) as cart:
+        if cart is None:
             return None
-        cart = sub.Create_cart([nprocs], periods=[False])
-        try:
-            rank = cart.Get_rank()
-            first, rows = block_range(n, nprocs, rank)
-            p = np.zeros((rows + 2, n + 2))
-            p[1:-1, 1:-1] = np.random.default_rng(rank).random((rows, n))
-            times = {"apply_A": [], "dot": []}
-            for _ in range(repetitions):
-                for name, call in (("apply_A", lambda: apply_A(cart, p)),
-                                   ("dot", lambda: dot(cart, p, p))):
-                    cart.Barrier()
-                    t0 = MPI.Wtime()
-                    call()
-                    times[name].append(cart.allreduce(MPI.Wtime() - t0, op=MPI.MAX))
-            return {"rank": rank, **times}
-        finally:
-            cart.Free()
+        rank = cart.Get_rank()
+        first, rows = block_range(n, nprocs, rank)
+        p = np.zeros((rows + 2, n + 2))
+        p[1:-1, 1:-1] = np.random.default_rng(rank).random((rows, n))
+        times = {"apply_A": [], "dot": []}
+        for _ in range(repetitions):
+            for name, call in (("apply_A", lambda: apply_A(cart, p)),
+                               ("dot", lambda: dot(cart, p, p))):
+                cart.Barrier()
+                t0 = MPI.Wtime()
+                call()
+                times[name].append(cart.allreduce(MPI.Wtime() - t0, op=MPI.MAX))
+        return {"rank": rank, **times}
 
 
 def parts_timing(engines, dot, apply_A, nprocs, n, repetitions=5, timeout=120):
     """Seconds of each call of the student's ``apply_A(cart, p)`` (halo rows and product) and
     ``dot(cart, p, p)`` on the first nprocs engines, an n x n mesh split in rows, the slowest
     rank's: {"apply_A": [...], "dot": [...]}, to set beside the C solver's parts."""
-    from hpclab import launch
+    from hpclab.exercises import timed_ranks
 
-    if not 1 <= nprocs <= min(engines.n, launch.usable_cores()):
-        raise ValueError(f"time on 1 to {min(engines.n, launch.usable_cores())} ranks (one per "
-                         f"core of the {launch.usable_cores()}), not {nprocs}")
+    nprocs = timed_ranks(engines, nprocs)
     res = engines.run(_time_parts_on_rank, dot, apply_A, int(nprocs), int(n), int(repetitions),
                       timeout=timeout, what=f"your dot and A p timed on {nprocs} ranks")
     out = next(r for r in res if r is not None and r["rank"] == 0)
