@@ -101,3 +101,14 @@ def test_two_numa_nodes_give_close_and_distant_runs_within_a_node(monkeypatch):
     placed = [t for t in todo if "membind" in t]
     assert {(t["cpunodebind"], t["membind"]) for t in placed} == {(0, 0), (0, 1), (1, 1), (1, 0)}
     assert {t["threads"] for t in placed} == {1}  # one core per node here
+
+
+def test_a_stream_run_that_more_threads_made_much_slower_is_named():
+    """{1: 49, 2: 0.4} GB/s came from a run under load: the words a lab prints with its
+    input say so and say what to do; a sound run gets none."""
+    from hpclab.chapters.stream import analysis
+
+    words = analysis.loaded_words({1: 49.0, 2: 0.4})
+    assert "with 2 threads" in words and "0.4 GB/s" in words and "idle machine" in words
+    assert analysis.loaded_words({1: 12.0, 2: 20.0, 4: 19.0}) == ""
+    assert analysis.loaded_words({1: 12.0}) == ""

@@ -375,5 +375,26 @@ def add_bandwidth(profile=None, procs=None):
         r, source = saved.run, saved.source
     else:
         r, source = measurement(profile)
-    return {int(x.nthreads): float(x.best) for x in _close_add(r).itertuples()
-            if procs is None or int(x.nthreads) <= procs}, source
+    gbs = {int(x.nthreads): float(x.best) for x in _close_add(r).itertuples()
+           if procs is None or int(x.nthreads) <= procs}
+    loaded = loaded_words(gbs)
+    return gbs, source + (f"; {loaded}" if loaded else "")
+
+
+def loaded_words(gbs, drop=0.5):
+    """Words for a STREAM run that more threads made much slower (best trial under ``drop``
+    times the best of fewer threads): memory does not lose half its bandwidth to one more
+    thread of a machine with a core for each; other work on the machine takes it. Empty
+    when the run looks sound."""
+    best, fewer = {}, 0.0
+    for threads in sorted(gbs):
+        if fewer and gbs[threads] < drop * fewer:
+            best[threads] = fewer
+        fewer = max(fewer, gbs[threads])
+    if not best:
+        return ""
+    t = min(best)
+    return (f"with {t} threads its add reached {gbs[t]:.3g} GB/s, under half of the "
+            f"{best[t]:.3g} GB/s of fewer threads: that run was most likely measured while "
+            "other work used the cores, and predictions from it will be off; measure STREAM "
+            "again on an idle machine (python -m hpclab run stream) and run the lab again")
