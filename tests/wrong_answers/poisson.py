@@ -39,5 +39,9 @@ WRONG = [
     case("the report's speed-up as its efficiency", "test_simulated", "divides it by 32",
          ("simulated", "float(_e.loc[(1, 32)])",
           "float(_e.loc[(1, 32)] * 32)")),
+    case("z = 1.96 for the slope of four points", "test_order", "z = 1.96",
+         ("order", "stats.t.ppf(0.975, len(Ns) - 2)", "1.96")),
+    case("t with n - 1 degrees of freedom for a line", "test_order", "two parameters",
+         ("order", "stats.t.ppf(0.975, len(Ns) - 2)", "stats.t.ppf(0.975, len(Ns) - 1)")),
     interval_upside_down("which_part"),
 ]
