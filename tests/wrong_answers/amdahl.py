@@ -50,6 +50,8 @@ WRONG = [
          ("fit_amdahl", "stats.t.ppf(0.975, P.size - 1)", "1.96")),
     case("the fit through P = 1 too", "test_fit_amdahl", "leave out P = 1",
          ("fit_amdahl", "keep = P > 1", "keep = P > 0")),
+    case("a fit of one point with P > 1", "test_fit_amdahl", "raise a ValueError",
+         ("fit_amdahl", "if keep.sum() < 2:", "if keep.sum() < 1:")),
     case("ORFEO's speed-up on one node at 12 cores", "test_orfeo", "24 cores",
          ("orfeo", "orfeo_S24 = float(predict_speedup(s_orfeo, 24))",
           "orfeo_S24 = float(predict_speedup(s_orfeo, 12))")),
