@@ -59,3 +59,19 @@ def test_a_name_defined_before_the_error_is_not_reported(shell):
     shell.run_cell("raise_here = [][1]\n")
     err = _error(shell, "exercises.require('raise_here')")
     assert "IndexError: list index out of range, at line 1" in str(err)
+
+
+def test_a_timing_on_more_ranks_than_cores_is_refused_by_name(monkeypatch):
+    from types import SimpleNamespace
+
+    from hpclab import exercises, launch
+
+    monkeypatch.setattr(launch, "usable_cores", lambda: 2)
+    engines = SimpleNamespace(n=4)
+    assert exercises.timed_ranks(engines, 2) == 2
+    for bad in (0, 3):
+        with pytest.raises(ValueError, match="one per core of the 2"):
+            exercises.timed_ranks(engines, bad)
+    assert exercises.timed_ranks(SimpleNamespace(n=1), 1) == 1
+    with pytest.raises(ValueError, match="time on 1 to 1 ranks"):
+        exercises.timed_ranks(SimpleNamespace(n=1), 2)

@@ -116,3 +116,25 @@ def test_the_kernel_suite_at_three_ranks():
 def test_unknown_implementations_are_refused():
     with pytest.raises(ValueError, match="unknown poisson implementation"):
         exp.tasks("quick", impls=("fortran",))
+
+
+def test_a_parts_interval_sums_each_repetitions_metrics_over_the_model():
+    """part_interval: memory is A p + updates (matvec - halo + update) repetition by
+    repetition, over the model's seconds, with the interval of stats.over_model."""
+    from hpclab import records, stats
+    from hpclab.chapters.poisson import analysis as px
+
+    names = [m.name for m in px.KERNEL.metrics]
+    reps = np.array([1.0, 1.2, 0.9, 1.1])
+    times = np.array([{"matvec": 3.0, "halo": 1.0, "update": 0.5}.get(n, 0.25) * reps
+                      for n in names])
+    params = {"kind": "strong", "n": 64, "interleave": True, "iterations_cap": 10,
+              "oversubscribed": False}
+    df = records.frame(records.timings(px.KERNEL, "c", 2, 1, params, times)
+                       + records.timings(px.KERNEL, "c", 1, 1, params, 9 * times))
+    assert np.allclose(records.samples(df, "matvec", nprocs=2), 3.0 * reps)
+    got = px.part_interval(df, "memory", 2, 64, 0.5)
+    assert np.allclose(got, stats.over_model(2.5 * reps, 0.5))
+    assert np.allclose(px.part_interval(df, "halo", 2, 64, 2.0), stats.over_model(reps, 2.0))
+    with pytest.raises(ValueError, match="memory"):
+        px.part_interval(df, "compute", 2, 64, 1.0)

@@ -140,7 +140,7 @@ def test_a_term_against_its_model_is_judged_by_its_interval():
     assert np.allclose([ratio, low, high], [med / 0.5, lo / 0.5, hi / 0.5])
     assert stats.verdict(low, high) == "slower than the model"
     assert stats.verdict(*stats.over_model(v, 2.0)[1:]) == "faster than the model"
-    assert stats.verdict(*stats.over_model(v, med)[1:]) == "as the model"
+    assert stats.verdict(*stats.over_model(v, med)[1:]) == "no difference shown"
     one = stats.over_model([1.0], 0.5)
     assert one[0] == 2.0 and np.isnan(one[1:]).all() and stats.verdict(*one[1:]) == "cannot tell"
     assert np.isnan(stats.over_model(v, 0.0)).all()  # no model time: nothing to compare

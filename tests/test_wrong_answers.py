@@ -63,7 +63,8 @@ def _names(source):
     from IPython.core.inputtransformer2 import TransformerManager
 
     tree = ast.parse(TransformerManager().transform_cell(source))
-    defined = set(re.findall(r"^\s*(?:c?p?def)\s+\w*\s*(\w+)\s*\(", source, re.M))
+    # def f(, cpdef double f(, cdef inline int f(: the name before the parenthesis
+    defined = set(re.findall(r"^\s*c?p?def(?:\s+\w+)*?\s+(\w+)\s*\(", source, re.M))
     read = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):

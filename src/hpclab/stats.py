@@ -160,12 +160,15 @@ def over_model(values, model):
     return med / model, low / model, high / model
 
 
-VERDICTS = ("slower than the model", "faster than the model", "as the model", "cannot tell")
+VERDICTS = ("slower than the model", "faster than the model", "no difference shown",
+            "cannot tell")
 
 
 def verdict(low, high):
     """Where the 95% interval of a measured/model ratio lies against 1: one of
-    :data:`VERDICTS` (a difference only when the whole interval is on one side)."""
+    :data:`VERDICTS`. A difference only when the whole interval is on one side; an interval
+    that holds 1 shows no difference, which is not agreement (it may be wide); no interval
+    (NaN), nothing can be told."""
     if not np.isfinite([low, high]).all():
         return VERDICTS[3]
     return VERDICTS[0] if low > 1 else VERDICTS[1] if high < 1 else VERDICTS[2]

@@ -17,7 +17,7 @@ def interval_upside_down(answer):
     Poisson)."""
     return case("the interval of the model over the measurement", "test_worst_verdict",
                 "the model over the measurement",
-                (answer, "_, worst_low, worst_high = ", "_, _a, _b = "),
+                (answer, "worst_ratio, worst_low, worst_high = ", "worst_ratio, _a, _b = "),
                 (answer, "if not np.isfinite([worst_low, worst_high]).all():",
                  "worst_low, worst_high = 1 / _b, 1 / _a\n"
                  "if not np.isfinite([worst_low, worst_high]).all():"))

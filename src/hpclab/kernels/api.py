@@ -153,8 +153,12 @@ class first_ranks:
         self.split = comm.Split(0 if inside else MPI.UNDEFINED, comm.Get_rank())
         self.sub = self.split if inside else None
         if inside and dims is not None:
-            self.sub = self.split.Create_cart([int(d) for d in dims],
-                                              periods=[False] * len(dims))
+            try:
+                self.sub = self.split.Create_cart([int(d) for d in dims],
+                                                  periods=[False] * len(dims))
+            except BaseException:
+                self.split.Free()
+                raise
 
     def __enter__(self):
         return self.sub
