@@ -8,6 +8,7 @@ through ``hpclab.kernels.registry`` without importing compiled code); the build
 checks that the compiler supports OpenMP before compiling the kernels that need it.
 """
 import json
+import multiprocessing
 import os
 import shutil
 import subprocess
@@ -22,6 +23,8 @@ HERE = Path(__file__).parent
 CHAPTERS_DIR = Path("src/hpclab/chapters")
 COMMON = Path("src/hpclab/kernels/common")
 CFLAGS = ["-O3"]
+# what every kernel links: allocation, fail-together errors, build info, topology
+COMMON_C = ("hpclab_common.c", "hpclab_topo.c")
 OPENMP_FLAG = "-fopenmp"
 # a kernel that declares -march=native is compiled for the instruction set of the CPU that
 # builds it; HPCLAB_MARCH names another (x86-64-v3, say, for the oldest node of a cluster
@@ -115,8 +118,36 @@ def show_flags(mpicc):
 class MPIBuildExt(build_ext):
     """build_ext that compiles and links every kernel with the MPI wrapper."""
 
+    def finalize_options(self):
+        super().finalize_options()
+        # the kernels compile side by side, one per core (`-j N` or `parallel` still choose)
+        if self.parallel is None:
+            self.parallel = os.cpu_count() or 1
+
+    def own_common_sources(self):
+        """Give each extension its own copy of the shared C sources.
+
+        Every kernel links the common C files, and an object's path in build_temp follows its
+        source's path: compiled side by side, two extensions would write and link the same
+        object file at once. A copy per extension (made here, before the parallel part) gives
+        each its own object.
+        """
+        shared = {str(COMMON / name) for name in COMMON_C}
+        for ext in self.extensions:
+            own = Path(self.build_temp) / "common-sources" / ext.name
+            own.mkdir(parents=True, exist_ok=True)
+            sources = []
+            for src in ext.sources:
+                if src in shared:
+                    copy = own / Path(src).name
+                    shutil.copyfile(src, copy)
+                    src = str(copy)
+                sources.append(src)
+            ext.sources = sources
+
     def build_extensions(self):
         mpicc = find_mpicc()
+        self.own_common_sources()
         need_openmp = any(ext.name in OPENMP_EXTENSIONS for ext in self.extensions)
         check_toolchain(mpicc, need_openmp)
         cc = self.compiler
@@ -160,8 +191,7 @@ def extensions():
     from Cython.Build import cythonize
 
     include = [str(COMMON), mpi4py.get_include()]
-    # what every kernel links: allocation, fail-together errors, build info, topology
-    common_c = [str(COMMON / "hpclab_common.c"), str(COMMON / "hpclab_topo.c")]
+    common_c = [str(COMMON / name) for name in COMMON_C]
     exts = [Extension("hpclab.kernels.common._common", [str(COMMON / "_common.pyx"), *common_c],
                       include_dirs=include, extra_compile_args=list(CFLAGS))]
     for slug in DECLARED:
@@ -170,8 +200,12 @@ def extensions():
                         [str(kdir / f"_{slug}.pyx"), str(kdir / f"{slug}.c"), *common_c],
                         include_dirs=[str(kdir), *include], extra_compile_args=list(CFLAGS))
         exts.append(ext)
+    # Cython translates the modules side by side in forked processes; where processes are
+    # spawned instead (macOS, newer Pythons), the workers would run this file again
+    forks = multiprocessing.get_start_method() == "fork"
     return cythonize(exts, include_path=[str(COMMON), mpi4py.get_include()],
-                     compiler_directives={"language_level": 3}, quiet=True)
+                     compiler_directives={"language_level": 3}, quiet=True,
+                     nthreads=(os.cpu_count() or 1) if forks else 0)
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": MPIBuildExt})
