@@ -351,6 +351,7 @@ def grade(names, timeout=None, course=None, students=None, force=False, jobs=Non
 
 def _grade(names, timeout, course, students, force, jobs, scratch):
     import cgroup
+    import machine_inputs
     import sandbox
     import screen
 
@@ -413,8 +414,10 @@ def _grade(names, timeout, course, students, force, jobs, scratch):
                                 env={"TMPDIR": str(scratch)})
                 if r.returncode:
                     raise SystemExit(f"nbgrader generate_assignment {which} failed:\n{r.stdout}")
+        inputs = machine_inputs.measure(plans, scratch / "inputs", GRADING_PROFILE)
         for name, todo in plans.items():
-            lab = _Lab(course, name, wall_budget(name, timeout), scratch / name, pool)
+            lab = _Lab(course, name, wall_budget(name, timeout), scratch / name, pool,
+                       inputs.get(name))
             lab.grade(todo, status, failures)
             save_status(course, status)
             counts = {}
@@ -492,7 +495,7 @@ def _stop_pool(pool):
 class _Lab:
     """The grading of one lab's submissions (see :func:`grade`)."""
 
-    def __init__(self, course, name, budget, scratch, pool):
+    def __init__(self, course, name, budget, scratch, pool, inputs=None):
         self.course, self.name, self.budget, self.pool = course, name, budget, pool
         self.scratch = Path(scratch)
         self.scratch.mkdir(mode=0o700)
@@ -507,6 +510,8 @@ class _Lab:
                     "HPCLAB_GRADE_VALUES": ",".join(n for n in report_meaning(course.source_dir,
                                                                               name)
                                                    if n.isidentifier())}
+        if inputs is not None:  # this machine's inputs, measured once (machine_inputs.py)
+            self.env["HPCLAB_GRADE_INPUTS"] = str(inputs)
 
     def _due(self):
         from nbgrader.api import Gradebook, MissingEntry

@@ -286,14 +286,19 @@ def _environment(box_path, venv_bin):
     }
 
 
-def _copy_files(src, dest, budget):
+def _copy_files(src, dest, budget, skip=()):
     """The plain files submitted beside the notebook (no links, no folders deeper than
-    the submission's, at most ``budget`` bytes); returns what was left out."""
+    the submission's, none under the top folders ``skip``, at most ``budget`` bytes);
+    returns what was left out."""
     left = []
     if src is None or not Path(src).is_dir():
         return left
     for p in sorted(Path(src).rglob("*")):
         rel = p.relative_to(src)
+        if rel.parts[0] in skip:
+            if len(rel.parts) == 1:
+                left.append(f"{rel}/ (saved runs: the grader measured this machine's inputs)")
+            continue
         if p.is_symlink() or not p.is_file() or p.suffix == ".ipynb" or \
                 any(part.startswith(".") for part in rel.parts):
             if p.is_symlink():
@@ -346,9 +351,11 @@ def without_tests(nb, tests):
     return bare
 
 
-def run(nb, limits, files_from=None, log=print, values=()):
+def run(nb, limits, files_from=None, log=print, values=(), inputs_from=None):
     """Execute notebook ``nb`` (nbformat node, not modified) in a sandbox; Result.
-    ``values``: names of variables to read from the kernel after the last cell."""
+    ``values``: names of variables to read from the kernel after the last cell;
+    ``inputs_from``: a folder of saved runs the lab starts with in its results folder (this
+    machine's inputs, measured once for the class), in place of any the submission brings."""
     mode, why = isolation()
     if mode != "bwrap":
         log(f"grading WITHOUT a sandbox ({why}); "
@@ -385,7 +392,15 @@ def run(nb, limits, files_from=None, log=print, values=()):
         fds = [os.open(private / "tests.json", os.O_RDONLY)]
         for name in ("judged.jsonl", "executed.ipynb", "values.json"):
             fds.append(os.open(private / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
-        left = _copy_files(files_from, box / "files", limits.files)
+        # this machine's inputs, measured once for the class (machine_inputs.py), go where
+        # the lab's runs are saved; a submitted results/ could otherwise stand in for them
+        left = _copy_files(files_from, box / "files", limits.files,
+                           skip=("results",) if inputs_from else ())
+        if inputs_from:  # plain copies, readable by the sandbox's user
+            (box / "files" / "results").mkdir(exist_ok=True)
+            for p in sorted(Path(inputs_from).glob("*")):
+                if p.is_file() and not p.is_symlink():
+                    shutil.copyfile(p, box / "files" / "results" / p.name)
         for p in [box / "work", box / "tmp"]:
             os.chmod(p, 0o1777)
         os.chmod(box, 0o755)
@@ -616,7 +631,8 @@ class SandboxedExecute(Preprocessor):
         limits = Limits.from_env()
         limits.cell = min(self.timeout, limits.wall)
         names = [n for n in os.environ.get("HPCLAB_GRADE_VALUES", "").split(",") if n]
-        result = run(nb, limits, files_from=path, log=self.log.warning, values=names)
+        result = run(nb, limits, files_from=path, log=self.log.warning, values=names,
+                     inputs_from=os.environ.get("HPCLAB_GRADE_INPUTS") or None)
         folder = os.environ.get("HPCLAB_GRADE_STATUS")
         if folder:
             nbformat.write(result.notebook, os.path.join(folder, f"{student}.ipynb"))

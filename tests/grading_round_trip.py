@@ -115,6 +115,20 @@ def define(labs):
 
 
     @pytest.mark.parametrize("lab", labs)
+    def test_each_input_is_measured_once_for_the_class(graded, lab):
+        """A lab that takes another chapter's measurement takes the one the grader made
+        before the submissions ran (machine_inputs.py), not one of its own."""
+        from hpclab.kernels import registry
+
+        work, proc = graded[lab]
+        for source in registry.get(lab).inputs:
+            assert f"{lab} input, the same for every submission: {source}:" in proc.stdout, \
+                proc.stdout[-3000:]
+        for student in ("alice", "bob"):
+            text = (work / "autograded" / student / lab / f"{lab}.ipynb").read_text()
+            assert "measured now" not in text, f"{student}'s {lab} measured its own input"
+
+    @pytest.mark.parametrize("lab", labs)
     def test_a_graded_notebook_keeps_no_widget_state(graded, lab):
         """Progress bars are text: reopening a saved or graded notebook shows no
         'Error displaying widget: model not found'."""

@@ -185,6 +185,39 @@ def test_a_students_exception_shows_the_line_of_their_code(tmp_path):
     assert "return 1 / 0" in errors[0]["evalue"], errors[0]["evalue"]
 
 
+def test_the_sandbox_starts_with_the_graders_inputs_not_the_submissions(tmp_path):
+    """The records the grader measured once are in the lab's results folder; a results/
+    folder handed in with the submission (a forged measurement, say) is left out, and the
+    reason says so."""
+    import nbformat
+
+    import sandbox
+
+    if sandbox.isolation()[0] != "bwrap":
+        pytest.skip("bubblewrap cannot run here: " + sandbox.isolation()[1])
+    inputs = tmp_path / "inputs"
+    inputs.mkdir(mode=0o700)  # as the grader's scratch folder is
+    (inputs / "pingpong-measured.json").write_text("{}")
+    (inputs / "pingpong-measured.json").chmod(0o600)
+    handed_in = tmp_path / "submission"
+    (handed_in / "results").mkdir(parents=True)
+    (handed_in / "results" / "pingpong-forged.json").write_text("{}")
+    (handed_in / "data.txt").write_text("mine")
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import os\nprint(sorted(os.listdir(os.environ['HPCLAB_RESULTS_DIR'])), "
+        "open('data.txt').read())")]
+    limits = sandbox.Limits.from_env()
+    limits.wall = limits.cell = 60
+    result = sandbox.run(nb, limits, files_from=handed_in, inputs_from=inputs)
+    assert result.status == "finished", result.reason
+    text = "".join(o.get("text", "") for o in result.notebook.cells[0].outputs)
+    assert "['pingpong-measured.json'] mine" in text, result.notebook.cells[0].outputs
+    assert "results/ (saved runs: the grader measured this machine's inputs)" in result.reason
+
+
 def _cgroup_missing():
     import cgroup
     import sandbox

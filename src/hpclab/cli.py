@@ -20,7 +20,8 @@ a wrong answer. ``list`` names the kernels, ``machine`` describes this machine.
 
 ``python -m hpclab inputs <experiment> [--results DIR]`` prints, for every measurement the
 chapter takes from another (its declared inputs), the saved record it resolves to and why,
-or what would be measured (:mod:`hpclab.inputs`).
+or what would be measured (:mod:`hpclab.inputs`); with ``--measure`` it measures and saves
+what no saved record gives, as the chapter's page or lab would on first use.
 """
 from __future__ import annotations
 
@@ -80,6 +81,9 @@ def _parser():
                    "$HPCLAB_RESULTS_DIR)")
     i.add_argument("--profile", choices=profiles.PROFILES, default=None,
                    help="take only runs of this profile (default: any)")
+    i.add_argument("--measure", action="store_true",
+                   help="measure and save each input no saved run gives (not under mpiexec: "
+                   "it starts its own), then print where each came from")
     sub.add_parser("machine", help="print what this machine is (JSON)")
     sub.add_parser("list", help="list the experiments")
     sub.add_parser("srun-mpi", help="print the srun --mpi= plugin this environment's MPI "
@@ -110,6 +114,11 @@ def main(argv=None):
     if args.command == "inputs":
         from hpclab import inputs
 
+        if args.measure:
+            lines = inputs.measure(args.experiment, args.profile, args.results)
+            print("\n".join(lines) or f"{args.experiment} declares no inputs from other "
+                  "chapters")
+            return 0
         print(inputs.report(args.experiment, args.results, args.profile))
         return 0
     if args.command == "machine":

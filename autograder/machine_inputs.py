@@ -1,0 +1,64 @@
+"""This machine's inputs of a class's labs, measured once before any submission runs.
+
+A lab that predicts from another chapter's measurement (Jacobi and Poisson from PingPong's
+λ and B and STREAM's bandwidth, Amdahl from STREAM's, Ring from PingPong's latency) measures
+it on first use, as its page does (``hpclab.inputs``). Graded, each submission would measure
+its own, side by side with the others: seconds per submission, taken on a machine loaded by
+the neighbours' runs, and a different number for each student. The grader instead measures
+each declared input once, on this machine before the submissions start, and each sandbox
+starts with those records in its results folder: every submission of a grading run is
+graded against the same numbers. When a measurement fails, the labs that need it measure
+their own, as before, and the grader says so.
+"""
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+TIMEOUT = 600  # seconds for one chapter's inputs (a quick-profile PingPong and STREAM)
+
+
+def _run(cmd, env, timeout):
+    from sandbox import die_with_parent  # the measurement dies with the grader
+
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True, preexec_fn=die_with_parent)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return -9, (out or "") + f"\n[stopped after {timeout} s]"
+    finally:
+        try:  # mpiexec and its ranks, whatever the outcome
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return proc.returncode, out
+
+
+def measure(names, folder, profile, timeout=TIMEOUT, log=print):
+    """{lab: folder} for each lab of ``names`` that is a chapter declaring inputs and whose
+    inputs were measured (or found) in ``folder``; the other labs are left out."""
+    from hpclab.kernels import registry
+
+    chapters = set(registry.chapter_order())
+    wanted = [n for n in names if n in chapters and registry.get(n).inputs]
+    if not wanted:
+        return {}
+    Path(folder).mkdir(mode=0o700, exist_ok=True)
+    env = {**os.environ, "HPCLAB_PROFILE": profile}
+    done = {}
+    for name in wanted:
+        code, out = _run([sys.executable, "-m", "hpclab", "inputs", name, "--measure",
+                          "--profile", profile, "--results", str(folder)], env, timeout)
+        if code == 0:
+            done[name] = Path(folder)
+            for line in out.strip().splitlines():
+                log(f"{name} input, the same for every submission: {line}")
+        else:
+            last = (out.strip().splitlines() or ["no output"])[-1]
+            log(f"{name}: its inputs could not be measured once for the class ({last}); "
+                "each submission measures its own")
+    return done
