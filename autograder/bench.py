@@ -1,7 +1,9 @@
 """Bench of grading: a generated class of correct submissions, graded one at a time and
 side by side, in one run.
 
-    python autograder/bench.py [--lab pingpong] [--students 40] [--jobs N]
+    python autograder/bench.py [--lab LAB] [--students 40] [--jobs N]
+
+LAB is the book's first lab unless given (the one a class grades first).
 
 Each student hands in the lab's solution notebook. The class is graded twice from scratch in
 course folders of their own, once with ``--jobs 1`` and once with ``--jobs N`` (default: one
@@ -48,7 +50,11 @@ def grade_class(lab, students, jobs, where):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--lab", default="pingpong")
+    from hpclab.kernels import registry
+
+    p.add_argument("--lab", default=registry.chapter_order()[0],
+                   help="the lab whose solution each student hands in (default: the book's "
+                   "first)")
     p.add_argument("--students", type=int, default=40)
     p.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
     args = p.parse_args(argv)

@@ -4,10 +4,12 @@
 
 * Per lab: how many submissions and with which status, and the distribution of scores.
 * Per exercise: the mean score, and the checks the class failed most.
-* The class's machines side by side: each student's ping-pong latency and bandwidth and
-  STREAM triad bandwidth, as their own notebooks computed them (the variables a lab names in
-  its notebook metadata ``hpclab.report``), beside the published clusters of the reference
-  datasets. These numbers come out of the students' runs and are shown, never graded.
+* The class's machines side by side: the quantities the chapters declare for the report
+  (their declaration's ``report``: PingPong's latency and bandwidth, STREAM's triad), each
+  student's as their own notebook computed it (the variables a lab names in its notebook
+  metadata ``hpclab.report``), beside the published clusters the chapters give
+  (``report_references()`` of their analysis). These numbers come out of the students' runs
+  and are shown, never graded.
 
 Everything is read from the gradebook and status.json: nothing is run again.
 """
@@ -26,11 +28,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-# what the lab's variables mean in the report: metadata hpclab.report maps a variable to a
-# (quantity, factor to the unit shown)
-QUANTITIES = {"latency": ("ping-pong latency λ [µs]", 1e6),
-              "bandwidth": ("ping-pong bandwidth B [GB/s]", 1e-9),
-              "triad": ("STREAM triad, all threads [GB/s]", 1.0)}
+
+def quantities():
+    """{quantity: (chapter, ReportQuantity)} of every chapter that reports to the class
+    report (its declaration's ``report``), in the book's order."""
+    from hpclab.kernels import registry
+
+    return {q: (slug, rq) for slug in registry.chapter_order()
+            for q, rq in registry.get(slug).report.items()}
 
 
 def _png(fig):
@@ -61,73 +66,89 @@ def machine_values(course, sources):
     """Each student's reported numbers: {student: {quantity: value in the unit shown}}."""
     from grade import load_status, report_meaning
 
+    known = quantities()
     status, out = load_status(course), {}
     for lab, entries in status.items():
         meaning = report_meaning(sources, lab)
         for student, entry in entries.items():
             for name, value in (entry.get("values") or {}).items():
-                if name in meaning and meaning[name]["quantity"] in QUANTITIES:
+                if name in meaning and meaning[name]["quantity"] in known:
                     q = meaning[name]["quantity"]
-                    scale = meaning[name].get("to_unit", 1.0) * QUANTITIES[q][1]
+                    scale = meaning[name].get("to_unit", 1.0) * known[q][1].to_unit
                     out.setdefault(student, {})[q] = value * scale
     return out
 
 
 def reference_machines():
-    """Published clusters: (label, latency µs, bandwidth GB/s, triad GB/s or None)."""
-    from hpclab import models, reference
+    """Published clusters, from the chapters that report (their analysis's
+    ``report_references()``): {label: {quantity: value in the unit shown}}, one entry per
+    cluster whichever chapters give its numbers."""
+    from importlib import import_module
 
-    rows = []
-    ul = reference.load("ulysses_imb_pingpong")
-    two = models.fit_two_segment(ul["nbytes"].to_numpy(float), ul["time_us"].to_numpy(float) * 1e-6)
-    st = reference.load("ulysses_stream").set_index(["op", "threads"])["best_rate_MBps"]
-    rows.append(("Ulysses (report 004)", two.left["lambda"] * 1e6, two.right["B"] / 1e9,
-                 st[("triad", 20)] / 1e3))
-    orfeo = reference.load("orfeo_pingpong")
-    lat = orfeo[(orfeo["quantity"] == "latency") & (orfeo["placement"] == "internode")
-                & orfeo["transport"].str.startswith("UCX")]["value"].iloc[0]
-    bw = orfeo[orfeo["quantity"] == "asymptotic_bandwidth"]["value"].iloc[0]
-    rows.append(("ORFEO, two nodes (report 001)", lat, bw / 1e3, None))
-    hh = reference.load("hamburg_hpcc_stream")
-    triad = hh[hh["op"].str.lower() == "triad"]
-    if len(triad):
-        t = triad.iloc[0]
-        rows.append((f"Hamburg SCC node: {int(t['cores_per_node'])} ranks x StarSTREAM "
-                     "(report 002)", None, None,
-                     float(t["star_GBps"]) * int(t["cores_per_node"])))
-    return rows
+    out = {}
+    for slug in dict.fromkeys(slug for slug, _ in quantities().values()):
+        analysis = import_module(f"hpclab.chapters.{slug}.analysis")
+        for label, numbers in getattr(analysis, "report_references", list)():
+            out.setdefault(label, {}).update(numbers)
+    return out
+
+
+def _figure(slug, names, values, refs):
+    """One chapter's quantities: the students (grey) beside the clusters, a scatter of the
+    first two quantities when it reports two or more, else a bar per machine."""
+    known = quantities()
+    shown = {q: known[q][1] for q in names}
+    if len(names) >= 2:
+        x, y = names[:2]
+        fig, a = plt.subplots(figsize=(6.5, 4.2), label=f"{shown[x].label} and "
+                              f"{shown[y].label} of the class's machines and of the "
+                              "reference clusters")
+        pts = [(s, v[x], v[y]) for s, v in values.items() if x in v and y in v]
+        if pts:
+            a.scatter([p[1] for p in pts], [p[2] for p in pts], marker="o", color="0.3",
+                      label="students")
+            for s, px, py in pts:
+                a.annotate(s, (px, py), fontsize=8, xytext=(3, 3), textcoords="offset points")
+        drawn = [(label, v) for label, v in refs.items() if x in v and y in v]
+        for (label, v), m in zip(drawn, "s^Dv<>ph"):
+            a.scatter([v[x]], [v[y]], marker=m, s=70, label=label)
+        a.set(xscale="log" if shown[x].log else "linear",
+              yscale="log" if shown[y].log else "linear",
+              xlabel=shown[x].label, ylabel=shown[y].label, title=registry_title(slug))
+        if not shown[y].log:
+            a.set_ylim(0, None)
+        a.legend(fontsize=8)
+        return _png(fig)
+    q = names[0]
+    students = sorted(s for s, v in values.items() if q in v)
+    clusters = [label for label, v in refs.items() if v.get(q) is not None]
+    if not students:
+        return ""
+    labels = students + clusters
+    heights = [values[s][q] for s in students] + [refs[c][q] for c in clusters]
+    fig, b = plt.subplots(figsize=(6.5, 0.45 * len(labels) + 1.2),
+                          label=f"{shown[q].label} of the class's machines and of the "
+                          "reference nodes")
+    b.barh(range(len(labels)), heights,
+           color=["0.5"] * len(students) + ["tab:blue"] * len(clusters))
+    b.set_yticks(range(len(labels)), labels, fontsize=8)
+    b.set(xscale="log" if shown[q].log else "linear", xlabel=shown[q].label,
+          title=f"{registry_title(slug)} (grey: students)")
+    return _png(fig)
+
+
+def registry_title(slug):
+    from hpclab.kernels import registry
+
+    return registry.get(slug).title
 
 
 def _machines_figures(values, refs):
-    fig, a = plt.subplots(figsize=(6.5, 4.2), label="ping-pong latency and bandwidth of the "
-                          "class's machines and of the reference clusters")
-    pts = [(s, v["latency"], v["bandwidth"]) for s, v in values.items()
-           if "latency" in v and "bandwidth" in v]
-    if pts:
-        a.scatter([p[1] for p in pts], [p[2] for p in pts], marker="o", color="0.3",
-                  label="students")
-        for s, x, y in pts:
-            a.annotate(s, (x, y), fontsize=8, xytext=(3, 3), textcoords="offset points")
-    for (label, lat, bw, _), m in zip(refs, "s^Dv"):
-        if lat is not None and bw is not None:
-            a.scatter([lat], [bw], marker=m, s=70, label=label)
-    a.set(xscale="log", xlabel=QUANTITIES["latency"][0], ylabel=QUANTITIES["bandwidth"][0],
-          title="Ping-pong: latency and bandwidth", ylim=(0, None))
-    a.legend(fontsize=8)
-    out = [_png(fig)]
-    names = sorted(s for s, v in values.items() if "triad" in v)
-    labels = names + [r[0] for r in refs if r[3] is not None]
-    if names:
-        heights = [values[s]["triad"] for s in names] + [r[3] for r in refs if r[3] is not None]
-        fig, b = plt.subplots(figsize=(6.5, 0.45 * len(labels) + 1.2),
-                              label="STREAM triad of the class's machines and of the "
-                              "reference nodes")
-        b.barh(range(len(labels)), heights, color=["0.5"] * len(names) +
-               ["tab:blue"] * (len(labels) - len(names)))
-        b.set_yticks(range(len(labels)), labels, fontsize=8)
-        b.set(xlabel=QUANTITIES["triad"][0], title="STREAM triad (grey: students)")
-        out.append(_png(fig))
-    return out
+    """A figure per reporting chapter (:func:`_figure`)."""
+    chapters = {}
+    for q, (slug, _) in quantities().items():
+        chapters.setdefault(slug, []).append(q)
+    return [f for slug, names in chapters.items() if (f := _figure(slug, names, values, refs))]
 
 
 def build(course, sources=None):
@@ -175,17 +196,22 @@ def build(course, sources=None):
             parts.append("</ol>")
     values = machine_values(course, sources)
     parts.append("<h2>The class's machines beside the reference clusters</h2>")
+    known = quantities()
+    labels = {q: rq.label for q, (_, rq) in known.items()}
     if values:
-        table = pd.DataFrame(values).T.rename(columns={k: v[0] for k, v in QUANTITIES.items()})
+        table = pd.DataFrame(values).T.reindex(columns=[q for q in known
+                                                        if any(q in v for v in values.values())])
         refs = reference_machines()
         parts += _machines_figures(values, refs)
-        parts.append(table.round(3).to_html(na_rep="—"))
+        parts.append(table.rename(columns=labels).round(3).to_html(na_rep="—"))
         parts.append("<h3>Reference clusters</h3>")
-        parts.append(pd.DataFrame(refs, columns=["machine"] + [q[0] for q in QUANTITIES.values()])
+        parts.append(pd.DataFrame.from_dict(refs, orient="index").reindex(columns=list(known))
+                     .rename(columns=labels).rename_axis("machine").reset_index()
                      .round(3).to_html(index=False, na_rep="—"))
     else:
-        parts.append("<p>No student numbers yet (they come from graded ping-pong and STREAM "
-                     "submissions).</p>")
+        titles = sorted({registry_title(slug) for slug, _ in known.values()})
+        parts.append("<p>No student numbers yet (they come from graded submissions of "
+                     f"{' and '.join(titles)}).</p>")
     path = Path(course.workdir) / "class-report.html"
     path.write_text("<!DOCTYPE html><html><head><meta charset='utf-8'><meta name='viewport' "
                     "content='width=device-width'><title>Class report</title><style>"

@@ -294,3 +294,27 @@ def test_memory_mounted_in_a_namespace_of_the_submissions_own_counts_against_its
     if "unshare:" in text or "mount:" in text:
         pytest.skip(f"no user namespace with mounts here: {text.strip()[:200]}")
     assert "memory limit of the whole submission (0.375 GiB" in result.reason, (result, text)
+
+
+def test_the_class_report_takes_its_quantities_and_clusters_from_the_chapters():
+    """report.py names no chapter: the quantities come from the declarations (``report``),
+    the published clusters from each reporting chapter's ``report_references()``, and a
+    cluster that several chapters give numbers of is one row."""
+    import report
+    from hpclab.kernels import registry
+
+    known = report.quantities()
+    declared = [q for s in registry.chapter_order() for q in registry.get(s).report]
+    assert len(declared) == len(set(declared)), "two chapters report the same quantity name"
+    assert list(known) == declared and len(known) >= 2
+    refs = report.reference_machines()
+    for label, numbers in refs.items():
+        assert set(numbers) <= set(known), (label, numbers)
+        assert all(v > 0 for v in numbers.values()), (label, numbers)
+    merged = [label for label, numbers in refs.items()
+              if len({known[q][0] for q in numbers}) > 1]
+    assert merged, "no cluster has the numbers of two chapters in one row"
+    values = {"ada": {q: 1.0 for q in known}, "bo": {q: 2.0 for q in known}}
+    figures = report._machines_figures(values, refs)
+    chapters = {slug for slug, _ in known.values()}
+    assert len(figures) == len(chapters) and all(f.startswith("<img") for f in figures)

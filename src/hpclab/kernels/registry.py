@@ -111,6 +111,18 @@ class Metric:
 
 
 @dataclass(frozen=True)
+class ReportQuantity:
+    """A number a chapter's lab reports to the class report (each student's, beside the
+    published clusters'): its label with the unit shown, and the factor from the value the
+    lab's variable holds to that unit (the notebook's metadata may add a factor of its own,
+    ``to_unit``). ``log``: drawn on a logarithmic axis."""
+
+    label: str
+    to_unit: float = 1.0
+    log: bool = False
+
+
+@dataclass(frozen=True)
 class Kernel:
     """The declaration of one kernel (and of the chapter's experiment that sweeps it).
 
@@ -151,6 +163,11 @@ class Kernel:
     lab_needs : str
         What the chapter's lab runs on (ranks, threads, tools), for the book's table of what
         each chapter needs; the other chapters whose records help come from ``inputs``.
+    report : dict
+        The quantities the chapter's lab reports to the instructor's class report:
+        ``{quantity: ReportQuantity}``. A lab's notebook metadata (``hpclab.report``) names
+        the variable that holds each; the published clusters' values come from the chapter
+        analysis's ``report_references()``.
     """
 
     slug: str
@@ -170,6 +187,7 @@ class Kernel:
     extra: dict = field(default_factory=dict)
     inputs: dict = field(default_factory=dict)
     lab_needs: str = ""
+    report: dict = field(default_factory=dict)
 
     def param(self, name):
         for p in self.params:

@@ -461,3 +461,23 @@ def hockney_model(profile=None, engines=None):
     r, source = measurement(profile, engines)
     f = fit(r, "c")["hockney"]
     return f["lambda"], f["B"], source
+
+
+def report_references():
+    """The published clusters' ping-pong numbers for the class report (the declaration's
+    ``report`` quantities, in the units shown there): [(label, {quantity: value})].
+    Ulysses: the two-segment fit's small-message λ and large-message B of IMB's PingPong
+    (report 004); ORFEO: the internode UCX latency and the asymptotic bandwidth (report 001)."""
+    from hpclab import reference
+
+    ul = reference.load("ulysses_imb_pingpong")
+    two = models.fit_two_segment(ul["nbytes"].to_numpy(float),
+                                 ul["time_us"].to_numpy(float) * 1e-6)
+    orfeo = reference.load("orfeo_pingpong")
+    lat = orfeo[(orfeo["quantity"] == "latency") & (orfeo["placement"] == "internode")
+                & orfeo["transport"].str.startswith("UCX")]["value"].iloc[0]
+    bw = orfeo[orfeo["quantity"] == "asymptotic_bandwidth"]["value"].iloc[0]
+    return [("Ulysses (report 004)", {"latency": two.left["lambda"] * 1e6,
+                                      "bandwidth": two.right["B"] / 1e9}),
+            ("ORFEO, two nodes (report 001)", {"latency": float(lat),
+                                               "bandwidth": float(bw) / 1e3})]

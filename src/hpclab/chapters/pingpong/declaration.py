@@ -1,5 +1,5 @@
 """PingPong: one-way time of a message between ranks 0 and 1 (osu_latency's method)."""
-from hpclab.kernels.registry import INT_MAX, Kernel, Metric, Param
+from hpclab.kernels.registry import INT_MAX, Kernel, Metric, Param, ReportQuantity
 
 _KIB, _MIB = 1 << 10, 1 << 20
 
@@ -34,4 +34,6 @@ KERNEL = Kernel(
                  "timeout": 900},
     },
     lab_needs="2 MPI ranks; SimGrid's SMPI for its simulated cluster",
+    report={"latency": ReportQuantity("ping-pong latency λ [µs]", 1e6, log=True),
+            "bandwidth": ReportQuantity("ping-pong bandwidth B [GB/s]", 1e-9)},
 )

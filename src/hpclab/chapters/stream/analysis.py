@@ -398,3 +398,20 @@ def loaded_words(gbs, drop=0.5):
             f"{best[t]:.3g} GB/s of fewer threads: that run was most likely measured while "
             "other work used the cores, and predictions from it will be off; measure STREAM "
             "again on an idle machine (python -m hpclab run stream) and run the lab again")
+
+
+def report_references():
+    """The published nodes' STREAM triad for the class report, in GB/s:
+    [(label, {"triad": value})]. Ulysses: 20 threads (report 004); the Hamburg SCC node: its
+    ranks times StarSTREAM's per-rank triad (report 002)."""
+    from hpclab import reference
+
+    st = reference.load("ulysses_stream").set_index(["op", "threads"])["best_rate_MBps"]
+    rows = [("Ulysses (report 004)", {"triad": float(st[("triad", 20)]) / 1e3})]
+    hh = reference.load("hamburg_hpcc_stream")
+    triad = hh[hh["op"].str.lower() == "triad"]
+    if len(triad):
+        t = triad.iloc[0]
+        rows.append((f"Hamburg SCC node: {int(t['cores_per_node'])} ranks x StarSTREAM "
+                     "(report 002)", {"triad": float(t["star_GBps"]) * int(t["cores_per_node"])}))
+    return rows

@@ -1,5 +1,5 @@
 """STREAM: sustainable memory bandwidth of copy, scale, add and triad (OpenMP threads)."""
-from hpclab.kernels.registry import Kernel, Metric, Param
+from hpclab.kernels.registry import Kernel, Metric, Param, ReportQuantity
 
 # STREAM's NTIMES bound of stream.h (trials per run)
 MAX_NTIMES = 200
@@ -42,4 +42,5 @@ KERNEL = Kernel(
     },
     lab_needs=("OpenMP threads 1 .. cores; a second NUMA node and `numactl` for close and "
                "distant memory"),
+    report={"triad": ReportQuantity("STREAM triad, all threads [GB/s]")},
 )
