@@ -12,6 +12,50 @@ WRONG = [
     C = np.empty((nx, ny, nz)) if rank == 0 else None
     comm.Gatherv(c, [C, counts, displs, MPI.DOUBLE] if rank == 0 else None, root=0)""",
           """    C = A + B if rank == 0 else None""")),
+    case("point-to-point messages for (a)", "test_distributed_add", "collectives",
+         ("distributed_add", """    comm.Scatterv(send(A), a, root=0)
+    comm.Scatterv(send(B), b, root=0)
+    c = a + b
+    C = np.empty((nx, ny, nz)) if rank == 0 else None
+    comm.Gatherv(c, [C, counts, displs, MPI.DOUBLE] if rank == 0 else None, root=0)""",
+          """    o, n = blocks[rank]
+    if rank == 0:
+        A, B = np.ascontiguousarray(A), np.ascontiguousarray(B)
+        for r in range(1, size):
+            ro, rn = blocks[r]
+            comm.Send(A[ro:ro + rn], dest=r, tag=1)
+            comm.Send(B[ro:ro + rn], dest=r, tag=2)
+        a[...], b[...] = A[o:o + n].ravel(), B[o:o + n].ravel()
+    else:
+        comm.Recv(a, source=0, tag=1)
+        comm.Recv(b, source=0, tag=2)
+    c = a + b
+    C = np.empty((nx, ny, nz)) if rank == 0 else None
+    if rank == 0:
+        C[o:o + n] = c.reshape(n, ny, nz)
+        for r in range(1, size):
+            ro, rn = blocks[r]
+            comm.Recv(C[ro:ro + rn], source=r, tag=3)
+    else:
+        comm.Send(c, dest=0, tag=3)""")),
+    case("a box sent plane by plane", "test_cartesian_add", "one message",
+         ("cartesian_add", """            t = block_type(r)
+            cart.Send([A, 1, t], dest=r, tag=1)
+            cart.Send([B, 1, t], dest=r, tag=2)
+            t.Free()
+    else:
+        cart.Recv(a, source=0, tag=1)
+        cart.Recv(b, source=0, tag=2)""",
+          """            (s0, s1, s2), (n0, n1, n2) = box(r)
+            for i in range(n0):
+                cart.Send(np.ascontiguousarray(A[s0 + i, s1:s1 + n1, s2:s2 + n2]), dest=r,
+                          tag=1)
+                cart.Send(np.ascontiguousarray(B[s0 + i, s1:s1 + n1, s2:s2 + n2]), dest=r,
+                          tag=2)
+    else:
+        for i in range(counts[0]):
+            cart.Recv(a[i], source=0, tag=1)
+            cart.Recv(b[i], source=0, tag=2)""")),
     case("boxes without the remainder", "test_cartesian_add", "n % d",
          ("cartesian_add",
           "ranges = [block_range(n, d, c) for n, d, c in zip(shape, dims, cart.Get_coords(r))]",

@@ -89,6 +89,14 @@ def addition_check(engines, add_func, nprocs, shape=(800, 30, 10), seed=0, timeo
                 " on the communicator: every rank receives its planes of A and B "
                 "(comm.Scatterv) and sends its part of C to rank 0 (comm.Gatherv); rank 0 "
                 "adding everything alone is not a parallel addition")
+        elif r["rank"] > 0 and not r.get("problem") and not {"Scatterv", "Gatherv"} <= calls:
+            used = sorted(calls & (RECEIVES | SENDS))
+            problems.append(
+                f"rank {r['rank']} moved its planes with {', '.join(used)}: (a) asks for the "
+                "collectives comm.Scatterv and comm.Gatherv (one call on every rank, counts "
+                "and displacements in elements; the MPI library chooses how the blocks travel)"
+                + (", not the lower-case ones, which pickle Python objects"
+                   if calls & {"scatter", "gather"} else ""))
         r["want_planes"] = block_range(shape[0], nprocs, r["rank"])[1]
         if not r.get("problem") and r["planes"] != r["want_planes"]:
             problems.append(f"rank {r['rank']} added {r['planes']} planes; its block of the "
@@ -144,10 +152,13 @@ def _cartesian_on_rank(add_func, nprocs, ndims, shape, seed):
     with first_ranks(MPI.COMM_WORLD, nprocs) as sub:
         if sub is None:
             return None
+        from hpclab.exercises import CountingComm
+
         rank = sub.Get_rank()
         A, B = _arrays(rank, shape, seed)
-        result = add_func(sub, A, B, ndims)
-        out = {"rank": rank, "box": None, "problem": None}
+        calls: dict[str, int] = {}
+        result = add_func(CountingComm(sub, calls), A, B, ndims)
+        out = {"rank": rank, "box": None, "problem": None, "calls": calls}
         if not (isinstance(result, tuple) and len(result) == 2):
             out["problem"] = ("return a pair (C, box): C on rank 0 (None elsewhere) and this "
                               f"rank's box ((starts), (counts)); got {type(result).__name__}")
@@ -198,6 +209,23 @@ def cartesian_check(engines, add_func, nprocs, ndims, shape=(30, 21, 10), seed=0
         problems.append(f"not every one of the {nprocs} ranks reported")
     wrong_boxes = []
     for r in per_rank:
+        calls = r.pop("calls", {})
+        if r["rank"] > 0 and not r.get("problem"):
+            received = sum(n for name, n in calls.items() if name in RECEIVES)
+            sent = sum(n for name, n in calls.items() if name in SENDS)
+            if not received or not sent:
+                problems.append(
+                    f"rank {r['rank']} " + ("received nothing" if not received else
+                                            "sent nothing back") +
+                    " on the communicator: rank 0 sends every rank its box of A and of B, and "
+                    "each rank sends its box of C back; rank 0 adding everything alone is not "
+                    "a parallel addition")
+            elif received > 2 or sent > 1:
+                problems.append(
+                    f"rank {r['rank']} received its boxes of A and B in {received} messages "
+                    f"and sent its box of C in {sent}: (b) sends each box as one message, its "
+                    "place in the global array described by a subarray datatype "
+                    "(MPI.DOUBLE.Create_subarray), not one message per plane or row")
         r["want_box"] = expected_box(shape, grid, r["rank"])
         if r["box"] is not None and r["box"] != r["want_box"]:
             wrong_boxes.append(r)
