@@ -79,13 +79,12 @@ def predict(df, lam, bandwidth, stream_gbs, bytes_per_update=None):
     for row in w.itertuples():
         s = t[(t["L"] == row.L) & (t["decomposition"] == row.decomposition)
               & (t["nprocs"] == row.nprocs)]["value"].to_numpy(float)
-        try:  # MLUP/s falls as the sweep time rises: the interval swaps ends
-            _, fast, slow = stats.median_interval(s)
-            lows.append(row.points / slow / 1e6 / row.predicted)
-            highs.append(row.points / fast / 1e6 / row.predicted)
-        except ValueError:  # fewer than two runs, or no scatter at all
-            lows.append(np.nan)
-            highs.append(np.nan)
+        # the sweep time over the model's (the points at the predicted MLUP/s); MLUP/s
+        # falls as the time rises, so the interval of the MLUP/s ratio swaps its ends (NaN
+        # with fewer than two runs)
+        _, fast, slow = stats.over_model(s, row.points / (row.predicted * 1e6))
+        lows.append(1 / slow)
+        highs.append(1 / fast)
     w["ratio_low"], w["ratio_high"] = lows, highs
     return w
 

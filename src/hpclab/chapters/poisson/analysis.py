@@ -176,16 +176,14 @@ def predict(df, lam, bandwidth, stream_gbs):
     for (n, p), _ in wide(df)[lambda w: (w["kind"] == "strong") & w["interleave"]].groupby(
             ["n", "nprocs"]):
         s = samples(df, "iteration", kind="strong", n=n, nprocs=p, interleave=True)
-        try:
-            med, low, high = stats.median_interval(s)
-        except ValueError:  # one run, or runs with no scatter: the median, no interval
-            med, low, high = float(np.median(s)), np.nan, np.nan
         total, memory, reduce, halo = predicted_iteration(n, p, lam, bandwidth, stream_gbs)
         wa = predicted_iteration(n, p, lam, bandwidth, stream_gbs, BYTES_WA)[0]
+        # one run: the median, no interval (NaN)
+        ratio, low, high = stats.over_model(s, total)
         rows.append({"N": n, "P": p, "predicted [ms]": total * 1e3,
-                     "with write-allocate [ms]": wa * 1e3, "measured [ms]": med * 1e3,
-                     "measured / predicted": med / total, "low": low / total,
-                     "high": high / total, "memory share": memory / total})
+                     "with write-allocate [ms]": wa * 1e3, "measured [ms]": ratio * total * 1e3,
+                     "measured / predicted": ratio, "low": low, "high": high,
+                     "memory share": memory / total})
     out = pd.DataFrame(rows)
     for col, name in (("predicted [ms]", "predicted speed-up"),
                       ("measured [ms]", "measured speed-up")):
