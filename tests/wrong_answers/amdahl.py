@@ -1,23 +1,22 @@
 """The Amdahl lab's common wrong answers (see tests/wrong_answers/__init__.py)."""
 from wrong_answers import case, interval_upside_down
 
+# the solution's (a): scatter, add, gather
+COLLECTIVES = """    comm.Scatterv(send(A), a, root=0)
+    comm.Scatterv(send(B), b, root=0)
+    c = a + b
+    C = np.empty((nx, ny, nz)) if rank == 0 else None
+    comm.Gatherv(c, [C, counts, displs, MPI.DOUBLE] if rank == 0 else None, root=0)"""
+
 WRONG = [
     case("planes split without the remainder", "test_distributed_add", "its block of the",
          ("distributed_add", "blocks = [block_range(nx, size, r) for r in range(size)]",
           "blocks = [(r * (nx // size), nx // size) for r in range(size)]")),
     case("rank 0 adds everything alone", "test_distributed_add", "rank 0 adding everything",
-         ("distributed_add", """    comm.Scatterv(send(A), a, root=0)
-    comm.Scatterv(send(B), b, root=0)
-    c = a + b
-    C = np.empty((nx, ny, nz)) if rank == 0 else None
-    comm.Gatherv(c, [C, counts, displs, MPI.DOUBLE] if rank == 0 else None, root=0)""",
+         ("distributed_add", COLLECTIVES,
           """    C = A + B if rank == 0 else None""")),
     case("point-to-point messages for (a)", "test_distributed_add", "collectives",
-         ("distributed_add", """    comm.Scatterv(send(A), a, root=0)
-    comm.Scatterv(send(B), b, root=0)
-    c = a + b
-    C = np.empty((nx, ny, nz)) if rank == 0 else None
-    comm.Gatherv(c, [C, counts, displs, MPI.DOUBLE] if rank == 0 else None, root=0)""",
+         ("distributed_add", COLLECTIVES,
           """    o, n = blocks[rank]
     if rank == 0:
         A, B = np.ascontiguousarray(A), np.ascontiguousarray(B)
