@@ -317,7 +317,9 @@ def test_slurm_allocation_sets_the_core_count(monkeypatch):
 
 
 def test_open_mpi_overload_binding_above_the_cores(monkeypatch):
-    monkeypatch.setattr(launch, "mpi_family", lambda: "openmpi")
+    from hpclab import ranks  # where bind_to_core looks it up
+
+    monkeypatch.setattr(ranks, "mpi_family", lambda: "openmpi")
     cores = launch.usable_cores()
     assert launch.bind_to_core(cores) == ["--bind-to", "core", "--map-by", "core"]
     assert launch.bind_to_core(cores + 1)[1] == "core:overload-allowed"

@@ -101,8 +101,10 @@ def test_srun_mpi_names_the_plugin_of_this_mpi(slurm, monkeypatch):
     plugin, warning = launch.srun_mpi_plugin()
     assert plugin == ("pmix" if launch.mpi_family() == "openmpi" else "pmi2")
     assert warning is None  # Debian's Slurm lists both
-    monkeypatch.setattr(launch, "mpi_family", lambda: "other")
-    monkeypatch.setattr(launch.subprocess, "run", lambda *a, **k: type(
+    from hpclab import ranks  # where srun_mpi_plugin looks them up
+
+    monkeypatch.setattr(ranks, "mpi_family", lambda: "other")
+    monkeypatch.setattr(ranks.subprocess, "run", lambda *a, **k: type(
         "R", (), {"stdout": "MPI plugin types are...\n\tnone\n\tcray_shasta\n", "stderr": ""})())
     plugin, warning = launch.srun_mpi_plugin()
     assert plugin == "pmi2" and "does not list --mpi=pmi2" in warning

@@ -84,7 +84,7 @@ def test_missing_openmp_is_explained(tmp_path, root):
     fake = tmp_path / "mpicc"
     fake.write_text("#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = -fopenmp ] && "
                     "{ echo 'unsupported option -fopenmp' >&2; exit 1; }; done\n"
-                    f"exec {launch.shutil.which('mpicc')} \"$@\"\n")
+                    f"exec {shutil.which('mpicc')} \"$@\"\n")
     fake.chmod(0o755)
     code = (root / "setup.py").read_text().split("\ndef extensions")[0]
     ns = {"__name__": "setup_probe", "__file__": str(root / "setup.py")}

@@ -1,0 +1,489 @@
+"""ipyparallel MPI engines for notebooks and experiments (:func:`cluster`, :class:`Engines`):
+started under one mpiexec (or one Slurm job) with their controller, every call with a
+timeout (a deadlock raises TimeoutError and fresh engines start), a remote error raised here
+as its own type with the caller's lines, and the engines stopped however the Python that
+started them ends (a watcher process for a kill -9).
+
+Part of :mod:`hpclab.launch`, which pages and labs import.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from hpclab import processes, shm
+from hpclab.mpirun import DEFAULT_TIMEOUT, _tail, without_job_identity
+from hpclab.ranks import (
+    THREAD_LEVEL,
+    MPILaunchError,
+    _allow_overload,
+    _positive,
+    check_ranks,
+    find_mpiexec,
+    mpiexec_options,
+    srun_mpi_plugin,
+)
+
+START_TIMEOUT = 90.0
+# The controller counts an engine registered at its first answered heartbeat, about 1.5
+# periods after it connects: at ipyparallel's 3 s period, 5 s of every start. A 0.5 s period
+# starts engines in under 3 s; 60 misses keep the 30 s of silence (a machine too loaded to
+# answer; a long MPI call does not stop an engine's heart, a thread of its own) after which
+# the controller drops an engine. An engine stops itself after 50 missed pings of the
+# controller, checked every period + 0.5 s: 50 s now.
+HEARTBEAT = ["--HeartMonitor.period=500", "--HeartMonitor.max_heartmonitor_misses=60"]
+
+
+T = TypeVar("T")
+
+
+def _profile_root():
+    root = os.environ.get("HPCLAB_IPP_DIR")
+    if root:
+        Path(root).mkdir(parents=True, exist_ok=True)
+    return root
+
+
+_REMOTE_TYPES = {"ValueError": ValueError, "TypeError": TypeError, "MemoryError": MemoryError,
+                 "ZeroDivisionError": ZeroDivisionError, "IndexError": IndexError,
+                 "KeyError": KeyError, "AssertionError": AssertionError,
+                 "NotImplementedError": NotImplementedError}
+
+
+def _remote_exception(exc, what):
+    """Turn an ipyparallel remote error into an exception of the original type."""
+    from hpclab.kernels import KernelError
+
+    errors = getattr(exc, "elist", None) or [(exc.ename, exc.evalue, exc.traceback,
+                                              getattr(exc, "engine_info", {}))]
+    ename, evalue, tb, info = errors[0]
+    rank = (info or {}).get("engine_id", "?")
+    message = f"{what} failed on rank {rank}: {ename}: {evalue}"
+    if ename == "KernelError":
+        return KernelError(message)
+    where = remote_frames(tb)
+    if where:
+        message += "\n" + where
+    kind = _REMOTE_TYPES.get(ename)
+    return kind(message) if kind is not None else RuntimeError(message)
+
+
+_FRAME = re.compile(r"^File (?P<file>.+?):(?P<line>\d+)(?:, in (?P<func>[^(\n]+))?", re.MULTILINE)
+_INTERNAL = ("ipyparallel", "<string>", "site-packages", "hpclab/launch.py",
+             "hpclab/engines.py", "hpclab/mpirun.py", "hpclab/ranks.py")
+
+
+def remote_frames(tb):
+    """The frames of a remote traceback that are the caller's own code, as Python prints
+    them, with each line's source (looked up here: a notebook's cells are known to the
+    kernel that defined the function, not to the engines that ran it)."""
+    import linecache
+
+    text = re.sub(r"\x1b\[[0-9;]*m", "", tb or "")
+    lines = []
+    for m in _FRAME.finditer(text):
+        path, lineno, func = m["file"].strip(), int(m["line"]), (m["func"] or "").strip()
+        if any(mark in path for mark in _INTERNAL):
+            continue
+        lines.append(f'  File "{path}", line {lineno}' + (f", in {func}" if func else ""))
+        source = linecache.getline(path, lineno).strip()
+        if source:
+            lines.append(f"    {source}")
+    return "Traceback (the code that raised, on the engine):\n" + "\n".join(lines) if lines \
+        else ""
+
+
+DEFAULT_WHAT = "MPI engines"
+# Engines started under a name of their own ("pingpong lab"), by name: starting such a set
+# again (a notebook cell run twice) stops the one it replaces, so a kernel never holds two.
+_NAMED: dict[str, Engines] = {}
+# every set this process started: stopped when it exits
+_STARTED: weakref.WeakSet[Engines] = weakref.WeakSet()
+
+
+def _stop_all_at_exit():
+    for engines in list(_STARTED):
+        with contextlib.suppress(Exception):
+            engines.stop()
+
+
+atexit.register(_stop_all_at_exit)
+
+
+# The watcher of a set of engines: a small process that holds a pipe from the Python that
+# started them. When that Python ends without stopping them (a kernel killed because it did
+# not exit in time, a crash, kill -9: no atexit runs), the pipe closes and the watcher stops
+# the process groups of mpiexec and the controller (and the shared memory their ranks mapped).
+# Each group is given as leader:start (its start time in clock ticks since boot), and is
+# stopped only while that same leader runs: a group whose leader exited, and whose number a
+# new process took since, is left alone.
+_WATCHER = """
+import os, select, signal, sys
+from hpclab import processes, shm
+from hpclab.processes import start_time as started
+
+groups = [arg.split(":") for arg in sys.argv[1:]]
+line = None
+while line is None:
+    if select.select([sys.stdin], [], [], 1.0)[0]:
+        line = sys.stdin.readline()  # '' once the Python that started the engines is gone
+    elif not any(started(pid) == start for pid, start in groups):
+        sys.exit(0)  # the engines are gone already, however they went: nothing to watch
+if line.strip() != "stopped":
+    ours = [int(pid) for pid, start in groups if started(pid) == start]
+    lefts = [shm.Leftovers(pid) for pid in ours]
+    for pid in ours:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    for left in lefts:
+        left.remove()
+"""
+
+
+def _watch(pids):
+    """Start a watcher of the process groups ``pids`` (see _WATCHER); its Popen, or None
+    (with a warning) when no process can be started now."""
+    groups = [f"{pid}:{start}" for pid in sorted(pids)
+              if (start := processes.start_time(pid)) is not None]
+    try:
+        return subprocess.Popen([sys.executable, "-c", _WATCHER, *groups],
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True, text=True)
+    except OSError as exc:
+        warnings.warn(f"these engines have no watcher ({exc}): if this Python is killed, "
+                      "they stop only after their heartbeat times out", stacklevel=3)
+        return None
+
+
+def _unwatch(watcher):
+    """Tell a watcher that its engines were stopped here; it exits without touching them."""
+    if watcher is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        watcher.stdin.write("stopped\n")
+        watcher.stdin.close()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        watcher.wait(timeout=10)
+
+
+def running():
+    """The named engine sets this process has started and not stopped ({name: Engines})."""
+    return {k: e for k, e in _NAMED.items() if e.cluster is not None}
+
+
+class Engines:
+    """A set of n ipyparallel engines under one mpiexec, with its controller.
+
+    Use :func:`cluster` in a ``with`` block; in a notebook, ``Engines(n).start()``
+    and ``.stop()`` in a later cell. The engines stop when Python exits (a notebook
+    kernel that shuts down or restarts), and engines started under a name of their own
+    (``what="pingpong lab"``) are stopped when a set of the same name starts again, so
+    running a notebook's engine cell twice leaves one set, not two.
+    """
+
+    def __init__(self, n=2, timeout=DEFAULT_TIMEOUT, start_timeout=START_TIMEOUT, mpi_args=(),
+                 environment=None, what=DEFAULT_WHAT, launcher="mpiexec", srun_mpi=None,
+                 sbatch_options=(), oversubscribe=False):
+        if launcher not in ("mpiexec", "slurm"):
+            raise ValueError(f"launcher is 'mpiexec' or 'slurm', got {launcher!r}")
+        self.launcher = launcher
+        self.srun_mpi = str(srun_mpi) if srun_mpi else None
+        self.sbatch_options = [str(o) for o in sbatch_options]
+        # under Slurm the job's allocation, not this machine's cores, sets the ranks' cores
+        self.n = check_ranks(n, what, oversubscribe) if launcher == "mpiexec" else _positive(n)
+        self.timeout = float(timeout)
+        self.start_timeout = float(start_timeout)
+        self.mpi_args = list(map(str, mpi_args))
+        self.environment = dict(environment or {})
+        self.what = what
+        self.cluster = None
+        self.client = None
+        self.view = None
+        self.profile_dir = None
+        self._pids = set()
+        self._watcher = None
+        self.stopped_pids = set()
+        self._stale = False
+
+    # -- life cycle
+    def start(self) -> Engines:
+        import ipyparallel as ipp
+
+        if self.what != DEFAULT_WHAT:
+            earlier = _NAMED.pop(self.what, None)
+            if earlier is not None and earlier is not self and earlier.cluster is not None:
+                earlier.stop()
+                print(f"stopped the earlier {self.what!r} engines of this kernel (pids "
+                      f"{sorted(earlier.stopped_pids)}) before starting new ones")
+            _NAMED[self.what] = self
+        _STARTED.add(self)
+
+        self.profile_dir = tempfile.mkdtemp(prefix="hpclab-ipp-", dir=_profile_root())
+        if self.launcher == "slurm":
+            cluster = self._slurm_cluster(ipp)
+        else:
+            extra_args, extra_env = mpiexec_options(self.n)
+            # engines beyond the cores wait outside MPI (only P <= cores of them are timed):
+            # funneled, as for any timing
+            extra_env["MPI4PY_RC_THREAD_LEVEL"] = os.environ.get("MPI4PY_RC_THREAD_LEVEL",
+                                                                 THREAD_LEVEL)
+            cluster = ipp.Cluster(engines="mpi", n=self.n, profile_dir=self.profile_dir,
+                                  log_level=40, controller_args=HEARTBEAT)
+            cluster.config.MPIEngineSetLauncher.environment = {**extra_env, **self.environment}
+            cluster.config.MPIEngineSetLauncher.mpi_cmd = without_job_identity([find_mpiexec()])
+            cluster.config.MPIEngineSetLauncher.mpi_args = extra_args + _allow_overload(
+                self.mpi_args, self.n)
+        self.cluster = cluster
+        try:
+            cluster.start_controller_sync()
+            self._remember_pids()
+            self._start_engines()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _slurm_cluster(self, ipp):
+        """Engines as one Slurm job of n tasks, started by ``srun --mpi=<srun_mpi>`` (a bare
+        srun would give n engines of MPI size 1); the controller listens on every interface,
+        so that engines on other nodes reach it."""
+        if not shutil.which("sbatch"):
+            raise MPILaunchError("launcher='slurm' needs Slurm's sbatch on PATH (on a laptop: "
+                                 "python -m hpclab.localslurm start)")
+        cluster = ipp.Cluster(engines="slurm", n=self.n, profile_dir=self.profile_dir,
+                              log_level=40, controller_ip="*", controller_args=HEARTBEAT)
+        options = "".join(f"#SBATCH {o}\n" for o in self.sbatch_options)
+        self.srun_mpi = self.srun_mpi or srun_mpi_plugin()[0]
+        srun_args = " ".join(self.mpi_args)
+        launcher = cluster.config.SlurmEngineSetLauncher
+        # the batch script and the job's output stay in the profile folder (removed on
+        # stop), not in the notebook's folder
+        launcher.batch_file_name = os.path.join(self.profile_dir, "engines.sbatch")
+        launcher.batch_template = (
+            "#!/bin/sh\n#SBATCH --export=ALL\n#SBATCH --job-name=hpclab-engines-{cluster_id}\n"
+            "#SBATCH --ntasks={n}\n#SBATCH --output={output_file}\n" + options
+            + f"srun --mpi={self.srun_mpi} {srun_args} {{program_and_args}}\n")
+        launcher.engine_args = ["--mpi"]
+        launcher.environment = {
+            "MPI4PY_RC_THREAD_LEVEL": os.environ.get("MPI4PY_RC_THREAD_LEVEL", THREAD_LEVEL),
+            **self.environment}
+        return cluster
+
+    def _start_engines(self):
+        self.cluster.start_engines_sync(self.n)
+        self._remember_pids()
+        if self.client is None:
+            self.client = self.cluster.connect_client_sync()
+        try:
+            self.client.wait_for_engines(self.n, timeout=self.start_timeout, interactive=False,
+                                         block=True)
+        except TimeoutError:
+            raise MPILaunchError(
+                f"{self.what}: {self.n} MPI engines did not start within {self.start_timeout:g} s. "
+                f"mpiexec said:\n{self._engine_output()}") from None
+        self.view = self.client[:]
+        self.view.block = False
+
+    def _engine_output(self):
+        out = []
+        for launcher in (self.cluster.engines or {}).values():
+            with contextlib.suppress(Exception):
+                out.append(launcher.get_output())
+        return _tail("\n".join(out)) or "(nothing)"
+
+    def _remember_pids(self):
+        if self.cluster is None:
+            return
+        launchers = list((self.cluster.engines or {}).values())
+        if self.cluster.controller is not None:
+            launchers.append(self.cluster.controller)
+        before = set(self._pids)
+        for launcher in launchers:
+            pid = getattr(launcher, "pid", None)
+            if pid:
+                self._pids.add(pid)
+        if self._pids != before:
+            self._rewatch()
+
+    def _rewatch(self):
+        """Engines and controller outlive this Python only until their watcher sees it gone
+        (see _WATCHER): one watcher, of the process groups alive now."""
+        if self.launcher != "mpiexec":
+            return
+        old, self._watcher = self._watcher, _watch(self._pids) if self._pids else None
+        _unwatch(old)  # after the new one holds its pipe: never a moment without one
+
+    def _kill_leftovers(self):
+        """Kill the process groups of mpiexec and the controller if anything survived."""
+        for pid in self._pids:
+            left = shm.Leftovers(pid)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+            left.remove()
+        self._pids.clear()
+
+    def _kill_engines(self):
+        """Kill the engines' mpiexec and everything in its process group, at once (under
+        Slurm: cancel their job)."""
+        if self.launcher == "slurm":
+            with contextlib.suppress(Exception):
+                self.cluster.stop_engines_sync()
+            return
+        for launcher in list((self.cluster.engines or {}).values()):
+            pid = getattr(launcher, "pid", None)
+            if pid:
+                left = shm.Leftovers(pid)
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, signal.SIGKILL)
+                left.remove()
+                self._pids.discard(pid)
+        self._rewatch()
+        with contextlib.suppress(Exception):
+            self.cluster.stop_engines_sync()
+        self.view = None
+        self._stale = True
+
+    def restart(self):
+        """Replace the engines by fresh ones (after a deadlock, say)."""
+        if self.cluster is None:
+            raise MPILaunchError("the engines are stopped; start a new cluster")
+        if not self._stale:
+            self._kill_engines()
+        deadline = time.monotonic() + 30
+        while self.client.ids and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self._start_engines()
+        self._stale = False
+
+    def stop(self) -> None:
+        """Stop engines and controller and remove the profile folder; safe to call twice."""
+        self.stopped_pids = set(self._pids)
+        if _NAMED.get(self.what) is self:
+            del _NAMED[self.what]
+        if self.cluster is not None:
+            with contextlib.suppress(Exception):
+                if self.client is not None:
+                    self.client.close()
+            with contextlib.suppress(Exception):
+                self.cluster.stop_engines_sync()
+            with contextlib.suppress(Exception):
+                self.cluster.stop_controller_sync()
+            self._kill_leftovers()
+        _unwatch(self._watcher)
+        self._watcher = None
+        self.cluster = self.client = self.view = None
+        if self.profile_dir:
+            shutil.rmtree(self.profile_dir, ignore_errors=True)
+            self.profile_dir = None
+
+    def __enter__(self):
+        return self if self.cluster is not None else self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def __del__(self):
+        with contextlib.suppress(Exception):
+            self.stop()
+
+    # -- work
+    @property
+    def pids(self):
+        """Process ids of mpiexec and the controller (their process groups hold the rest)."""
+        return set(self._pids)
+
+    def run(self, func: Callable[..., T], *args: Any, timeout: float | None = None,
+            what: str | None = None, **kwargs: Any) -> list[T]:
+        """Call ``func(*args, **kwargs)`` on every engine; results in rank order.
+
+        Raises
+        ------
+        TimeoutError
+            The call did not finish within ``timeout`` seconds; the engines were
+            killed, and fresh ones start with the next call.
+        hpclab.kernels.KernelError, ValueError, ...
+            Re-raised from the lowest-numbered failing engine, with its rank.
+        """
+        import ipyparallel as ipp
+
+        if self._stale and self.cluster is not None:
+            self.restart()
+        if self.view is None:
+            raise MPILaunchError("the engines are not running: use `with cluster(n) as engines:`"
+                                 " or call start() first")
+        timeout = self.timeout if timeout is None else float(timeout)
+        what = what or getattr(func, "__name__", "the call")
+        ar = self.view.apply_async(func, *args, **kwargs)
+        try:
+            results = ar.get(timeout=timeout)
+        except ipp.error.TimeoutError:
+            self._kill_engines()
+            raise TimeoutError(
+                f"{what} did not finish within {timeout:g} s on {self.n} MPI engines (a deadlock, "
+                "or a run too long for its timeout); the engines were stopped, and fresh ones "
+                "start with the next run"
+            ) from None
+        except KeyboardInterrupt:
+            # the engines may be stuck in MPI (a deadlock the user gave up on): kill them
+            # now, so that the next call starts fresh ones instead of waiting behind it
+            self._kill_engines()
+            raise
+        except ipp.error.CompositeError as exc:
+            raise _remote_exception(exc, what) from None
+        except ipp.error.RemoteError as exc:
+            raise _remote_exception(exc, what) from None
+        order = sorted(range(len(results)), key=lambda i: ar.engine_id[i])
+        return [results[i] for i in order]
+
+
+def cluster(n: int = 2, timeout: float = DEFAULT_TIMEOUT,
+            start_timeout: float = START_TIMEOUT, mpi_args: Iterable[str] = (),
+            environment: Mapping[str, str] | None = None, what: str = DEFAULT_WHAT,
+            launcher: str = "mpiexec", srun_mpi: str | None = None,
+            sbatch_options: Iterable[str] = (), oversubscribe: bool = False) -> Engines:
+    """Context manager: n MPI engines, stopped when the block ends however it ends.
+
+    Parameters
+    ----------
+    n : int
+        Number of engines (MPI ranks).
+    timeout : float
+        Default timeout in seconds of each :meth:`Engines.run` call.
+    start_timeout : float
+        Seconds to wait for the engines to register.
+    mpi_args : list of str
+        Extra mpiexec options, e.g. ``["-bind-to", "core"]``. Never ``-n``.
+    environment : dict
+        Extra environment variables for controller and engines.
+    launcher : {'mpiexec', 'slurm'}
+        'slurm': the engines are one batch job of n tasks (``sbatch``), started by
+        ``srun --mpi=<srun_mpi>`` (default: :func:`srun_mpi_plugin`, 'pmi2' for the mpich
+        package, MPICH and Intel MPI, 'pmix' for Open MPI; ``srun --mpi=list`` shows a
+        site's); ``mpi_args`` go to srun and
+        ``sbatch_options`` (``["--time=00:30:00", "--partition=debug"]``) into the script.
+    oversubscribe : bool
+        Allow more engines than this machine's cores (a correctness check: its timings mean
+        nothing, and the records of a sweep on them say ``oversubscribed``). Without it,
+        such a start raises :class:`OversubscribedError`, naming the cores.
+    """
+    if any(a in ("-n", "-np") for a in map(str, mpi_args)):
+        raise ValueError("give the number of ranks as n=..., not as -n in mpi_args")
+    return Engines(n, timeout=timeout, start_timeout=start_timeout, mpi_args=mpi_args,
+                   environment=environment, what=what, launcher=launcher, srun_mpi=srun_mpi,
+                   sbatch_options=sbatch_options, oversubscribe=oversubscribe)
