@@ -17,41 +17,51 @@ grader (worker.py), after the runs, and copied to ``<workdir>/backups/`` before 
 grading run. What happened to each submission
 (graded, failed, timed out, ungradable; manual grading pending and late come from the
 gradebook) is kept in ``<workdir>/status.json`` and exported beside its score.
+
+This module grades; its neighbours do one job each: course.py (the course folder, nbgrader's
+commands, the status file and backups), exports.py (the grade files, roster and due dates),
+screen.py (what is refused before it runs), machine_inputs.py (this machine's inputs, once
+per run), sandbox.py and run_notebook.py (the sandboxed run), judge.py (graded cells),
+worker.py (nbgrader's steps in worker processes), lock.py (one grader per course folder) and
+report.py (the class report).
 """
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import csv
 import hashlib
 import html
 import json
 import os
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-BIN = Path(sys.executable).parent
+from course import (  # noqa: F401 (the names the grader's callers use)
+    BIN,
+    HERE,
+    NBGRADER_TIMEOUT,
+    ROOT,
+    WORKER_DIED,
+    Course,
+    _errors,
+    assignments,
+    backup_gradebook,
+    load_status,
+    nbgrader,
+    release,
+    save_status,
+)
+from exports import duedate, export, roster, rows  # noqa: F401
+
 GRADING_PROFILE = "quick"
 # a lab makes a handful of measured MPI calls, each bounded by the profile's timeout
 BUDGET_PER_PROFILE_TIMEOUT = 5
-NBGRADER_TIMEOUT = 300  # seconds for an nbgrader step that runs no student code
-BACKUPS_KEPT = 20
 STATUSES = ("graded", "failed", "timed out", "ungradable", "missing")
-WORKER_DIED = 99  # the result of a run whose worker process died (see _Workers)
-
-
-def assignments(source=None):
-    source = Path(source) if source else ROOT / "solutions"
-    return sorted(p.name for p in source.iterdir() if p.is_dir() and list(p.glob("*.ipynb")))
 
 
 def submission_budget(name):
@@ -62,170 +72,6 @@ def submission_budget(name):
         return BUDGET_PER_PROFILE_TIMEOUT * profiles.timeout(name, GRADING_PROFILE)
     except (KeyError, ValueError):
         return BUDGET_PER_PROFILE_TIMEOUT * 60
-
-
-@dataclass
-class Course:
-    """Where nbgrader keeps submissions, results and the gradebook for one grading run
-    (default: autograder/; a workdir moves all of them; a source replaces solutions/)."""
-
-    workdir: Path = HERE
-    args: list = field(default_factory=list)
-    source: Path | None = None
-
-    @classmethod
-    def at(cls, workdir, source=None):
-        workdir = Path(workdir).resolve()
-        workdir.mkdir(parents=True, exist_ok=True)
-        args = [f"--CourseDirectory.submitted_directory={workdir / 'submitted'}",
-                f"--CourseDirectory.autograded_directory={workdir / 'autograded'}",
-                f"--CourseDirectory.feedback_directory={workdir / 'feedback'}",
-                f"--CourseDirectory.db_url=sqlite:///{workdir / 'gradebook.db'}"]
-        if source:
-            source = Path(source).resolve()
-            args += [f"--CourseDirectory.root={source.parent}",
-                     f"--CourseDirectory.source_directory={source.name}"]
-        return cls(workdir, args, source)
-
-    @property
-    def gradebook(self):
-        return Path(self.workdir) / "gradebook.db"
-
-    @property
-    def source_dir(self):
-        return self.source or ROOT / "solutions"
-
-    def submit_autograde(self, pool, lab, student, options, env):
-        """nbgrader autograde of one student in a worker of ``pool`` (worker.py), with this
-        course's options and ``options`` over them: a Future of a CompletedProcess."""
-        import worker
-
-        given = {a.split("=", 1)[0] for a in options}
-        mine = [a for a in self.args if a.split("=", 1)[0] not in given]
-        done = concurrent.futures.Future()
-        try:
-            future = pool.submit(worker.autograde, lab, student, [*mine, *options], env)
-        except concurrent.futures.BrokenExecutor as exc:
-            done.set_result(subprocess.CompletedProcess(
-                ["autograde", lab, student], WORKER_DIED, f"the grading worker died: {exc!r}"))
-            return done
-
-        def finish(f):
-            try:
-                res = f.result()
-                done.set_result(subprocess.CompletedProcess(
-                    ["autograde", lab, student], 0 if res["success"] else 1,
-                    "\n".join(x for x in (res["log"], res["error"]) if x)))
-            except BaseException as exc:  # a worker died: this run, or a neighbour's
-                done.set_result(subprocess.CompletedProcess(
-                    ["autograde", lab, student], WORKER_DIED,
-                    f"the grading worker died: {exc!r}"))
-        future.add_done_callback(finish)
-        return done
-
-    def step(self, workers, kind, lab, student=None, options=(), env=None,
-             timeout=NBGRADER_TIMEOUT):
-        """One nbgrader step that runs no student code (worker.step: generate_assignment,
-        autograde or generate_feedback), with this course's options and ``options`` over
-        them, in a worker of ``workers`` (_Workers), where nbgrader is loaded already: its
-        command line would cost a new Python and 2.5 s of imports. A CompletedProcess:
-        returncode 0 when it succeeded, its log as stdout. A step still running after
-        ``timeout`` seconds is stopped with the workers."""
-        import worker
-
-        given = {a.split("=", 1)[0] for a in options}
-        mine = [a for a in self.args if a.split("=", 1)[0] not in given]
-        what = [kind, lab] + ([student] if student else [])
-        try:
-            future = workers.get().submit(worker.step, kind, lab, student,
-                                          [*mine, *options], env or {})
-            res = future.result(timeout=timeout)
-        except concurrent.futures.TimeoutError:
-            workers.stop()
-            return subprocess.CompletedProcess(what, -9, f"[stopped after {timeout} s]")
-        except Exception as exc:  # the worker died under it
-            workers.stop()
-            return subprocess.CompletedProcess(what, WORKER_DIED,
-                                               f"the grading worker died: {exc!r}")
-        return subprocess.CompletedProcess(
-            what, 0 if res["success"] else 1,
-            "\n".join(x for x in (res["log"], res["error"]) if x))
-
-    def nbgrader(self, *args, timeout=NBGRADER_TIMEOUT, env=None, check=True):
-        """nbgrader with this course's options; an option in ``args`` replaces the course's."""
-        given = {a.split("=", 1)[0] for a in args if a.startswith("--") and "=" in a}
-        mine = [a for a in self.args if a.split("=", 1)[0] not in given]
-        return nbgrader(*args, *mine, timeout=timeout, env=env, check=check)
-
-
-def nbgrader(*args, timeout=NBGRADER_TIMEOUT, env=None, check=True):
-    """Run one nbgrader command from the autograder folder in its own process group."""
-    from sandbox import SLOW_OPTIONAL, die_with_parent  # the children die with the grader
-
-    cmd = [sys.executable, "-c", f"import sys; sys.modules.setdefault({SLOW_OPTIONAL!r}, None); "
-           "from nbgrader.apps.nbgraderapp import main; sys.exit(main())", *args]
-    path = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"  # nbgrader calls alembic
-    proc = subprocess.Popen(cmd, cwd=HERE, env={**os.environ, "PATH": path, **(env or {})},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, preexec_fn=die_with_parent)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        return subprocess.CompletedProcess(cmd, -9, (out or "") + f"\n[stopped after {timeout} s]")
-    finally:
-        try:  # anything the run left in its group
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    result = subprocess.CompletedProcess(cmd, proc.returncode, out)
-    if check and proc.returncode != 0:
-        raise SystemExit(f"nbgrader {' '.join(args)} failed:\n{out}")
-    return result
-
-
-def release(names, course=None):
-    course = course or Course()
-    for name in names:
-        course.nbgrader("generate_assignment", name, "--force")
-        print(f"released {name}")
-
-
-# ---------------------------------------------------------------- status and backups
-
-def _status_path(course):
-    return Path(course.workdir) / "status.json"
-
-
-def load_status(course):
-    try:
-        return json.loads(_status_path(course).read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def save_status(course, status):
-    path = _status_path(course)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(status, indent=1, sort_keys=True))
-    os.replace(tmp, path)
-
-
-def backup_gradebook(course):
-    """Copy the gradebook (sqlite's online backup: consistent) to backups/; keep the last
-    BACKUPS_KEPT. Returns the copy's path or None when there is no gradebook yet."""
-    db = course.gradebook
-    if not db.exists():
-        return None
-    folder = Path(course.workdir) / "backups"
-    folder.mkdir(exist_ok=True)
-    dest = folder / f"gradebook-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.db"
-    with sqlite3.connect(db) as src, sqlite3.connect(dest) as out:
-        src.backup(out)
-    for old in sorted(folder.glob("gradebook-*.db"))[:-BACKUPS_KEPT]:
-        old.unlink()
-    return dest
 
 
 def fingerprint(folder):
@@ -255,18 +101,6 @@ def fingerprint(folder):
 
 
 # ---------------------------------------------------------------- grading
-
-def _errors(log):
-    """The gist of a failed nbgrader step: its last exception line, else its ERROR lines."""
-    import re
-
-    raised = re.findall(r"\b[\w.]*(?:Error|Exception): [^\n]*", log)
-    if raised:  # without the module path: NotJSONError: ...
-        return re.sub(r"^(?:\w+\.)+", "", raised[-1].strip())[:300]
-    lines = [line.split("]", 1)[-1].strip() for line in log.splitlines()
-             if re.match(r"\[(?:\w+ \| )?ERROR\]", line)]
-    return "; ".join(dict.fromkeys(x for x in lines if x))[:300] or log.strip()[-300:]
-
 
 def hidden_lines(source_nb):
     """Lines of the hidden tests of a source notebook that the visible text does not hold."""
@@ -693,114 +527,6 @@ class _Lab:
 
 
 # ---------------------------------------------------------------- export
-
-EXPORT_COLUMNS = ["assignment", "student_id", "last_name", "first_name", "email", "timestamp",
-                  "duedate", "seconds_late", "raw_score", "late_penalty", "score", "max_score",
-                  "status", "reason"]
-
-
-def rows(course):
-    """One row per roster student and lab: the gradebook's scores with this grader's status."""
-    from nbgrader.api import Gradebook, MissingEntry
-
-    status = load_status(course)
-    out = []
-    if not course.gradebook.exists():
-        return out
-    with Gradebook(f"sqlite:///{course.gradebook}") as gb:
-        for assignment in gb.assignments:
-            known = {student.id: student for student in gb.students}
-            # a submission refused before nbgrader saw it has no student in the gradebook
-            ids = sorted(set(known) | set(status.get(assignment.name, {})))
-            for sid in ids:
-                student = known.get(sid)
-                row = {"assignment": assignment.name, "student_id": sid,
-                       "last_name": getattr(student, "last_name", "") or "",
-                       "first_name": getattr(student, "first_name", "") or "",
-                       "email": getattr(student, "email", "") or "",
-                       "duedate": assignment.duedate or "", "max_score": assignment.max_score}
-                entry = status.get(assignment.name, {}).get(sid, {})
-                try:
-                    if student is None:
-                        raise MissingEntry()
-                    sub = gb.find_submission(assignment.name, sid)
-                except MissingEntry:
-                    row.update(timestamp="", seconds_late=0, raw_score=0, late_penalty=0,
-                               score=0, status=entry.get("status", "missing"),
-                               reason=entry.get("reason", "no submission"))
-                    out.append(row)
-                    continue
-                if entry.get("status") == "ungradable":  # the gradebook's score is of an
-                    row.update(timestamp="", seconds_late=0, raw_score=0, late_penalty=0,  # older
-                               score=0, status="ungradable", reason=entry.get("reason", ""))
-                    out.append(row)  # submission than the one handed in last
-                    continue
-                flags = [entry.get("status", "graded")]
-                if sub.needs_manual_grade and flags[0] != "ungradable":
-                    flags.append("manual grading pending")
-                if (sub.total_seconds_late or 0) > 0:
-                    flags.append("late")
-                penalty = sub.late_submission_penalty or 0
-                # as nbgrader's own export: the gradebook's score is before the penalty
-                row.update(timestamp=sub.timestamp or "",
-                           seconds_late=round(sub.total_seconds_late or 0),
-                           raw_score=round(sub.score, 3), late_penalty=round(penalty, 3),
-                           score=round(max(0.0, sub.score - penalty), 3), status=", ".join(flags),
-                           reason=entry.get("reason", ""))
-                out.append(row)
-    return out
-
-
-def export(course):
-    """grades.csv (a row per student and lab, with status) and grades-lms.csv (a row per
-    student, a column per lab: the layout gradebook imports of learning-management systems
-    take, matched by email or ID)."""
-    data = rows(course)
-    workdir = Path(course.workdir)
-    with open(workdir / "grades.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, EXPORT_COLUMNS)
-        w.writeheader()
-        w.writerows(data)
-    labs = sorted({r["assignment"] for r in data})
-    maxima = {r["assignment"]: r["max_score"] for r in data}
-    students = {}
-    for r in data:
-        s = students.setdefault(r["student_id"], {
-            "Student": (", ".join(x for x in (r["last_name"], r["first_name"]) if x)
-                        or r["student_id"]),
-            "ID": r["student_id"], "Email": r["email"]})
-        s[f"{r['assignment']} ({maxima[r['assignment']]:g} points)"] = r["score"]
-    with open(workdir / "grades-lms.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, ["Student", "ID", "Email"] +
-                           [f"{lab} ({maxima[lab]:g} points)" for lab in labs])
-        w.writeheader()
-        w.writerows(students.values())
-    counts = {}
-    for r in data:
-        counts[r["status"]] = counts.get(r["status"], 0) + 1
-    summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
-    print(f"grades: {workdir / 'grades.csv'} ({summary})"
-          f"\nfor a learning-management system: {workdir / 'grades-lms.csv'}"
-          f"\nfeedback: {workdir / 'feedback'}/")
-
-
-def roster(course, path):
-    """Import students (CSV with id, first_name, last_name, email) into the gradebook."""
-    backup_gradebook(course)
-    r = course.nbgrader("db", "student", "import", str(Path(path).resolve()), check=False)
-    if r.returncode != 0:
-        raise SystemExit(f"could not import {path}: {_errors(r.stdout)}\n"
-                         "The file is a CSV with a header: id,first_name,last_name,email")
-    print(r.stdout.strip().splitlines()[-1] if r.stdout.strip() else f"imported {path}")
-
-
-def duedate(course, name, when):
-    backup_gradebook(course)
-    r = course.nbgrader("db", "assignment", "add", name, f"--duedate={when}", check=False)
-    if r.returncode != 0:
-        raise SystemExit(f"could not set the due date: {_errors(r.stdout)}")
-    print(f"{name} is due {when}")
-
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
