@@ -23,6 +23,14 @@ def interval_upside_down(answer):
                  "if not np.isfinite([worst_low, worst_high]).all():"))
 
 
+def interval_ends_swapped(answer):
+    """The furthest term's interval with its ends swapped (high before low), in the answer
+    cell ``answer`` of a lab that judges its furthest term by that interval."""
+    return case("the interval's ends swapped", "test_worst_verdict", "the low end first",
+                (answer, "worst_ratio, worst_low, worst_high = ",
+                 "worst_ratio, worst_high, worst_low = "))
+
+
 def labs():
     """{lab: its wrong answers} for every lab with a module here."""
     return {p.stem: importlib.import_module(f"wrong_answers.{p.stem}").WRONG

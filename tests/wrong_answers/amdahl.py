@@ -1,5 +1,5 @@
 """The Amdahl lab's common wrong answers (see tests/wrong_answers/__init__.py)."""
-from wrong_answers import case, interval_upside_down
+from wrong_answers import case, interval_ends_swapped, interval_upside_down
 
 # the solution's (a): scatter, add, gather
 COLLECTIVES = """    comm.Scatterv(send(A), a, root=0)
@@ -111,4 +111,5 @@ WRONG = [
           'float(sim_phases.loc[12, "total [ms]"] - _t1 * (sim_s1 + (1 - sim_s1) / 12))',
           'float(_t1 * (sim_s1 + (1 - sim_s1) / 12) - sim_phases.loc[12, "total [ms]"])')),
     interval_upside_down("which_term"),
+    interval_ends_swapped("which_term"),
 ]

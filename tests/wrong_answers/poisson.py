@@ -1,5 +1,5 @@
 """The Poisson lab's common wrong answers (see tests/wrong_answers/__init__.py)."""
-from wrong_answers import case, interval_upside_down
+from wrong_answers import case, interval_ends_swapped, interval_upside_down
 
 WRONG = [
     case("the dot product of a rank's own rows", "test_cg", "own rows only",
@@ -44,4 +44,5 @@ WRONG = [
     case("t with n - 1 degrees of freedom for a line", "test_order", "two parameters",
          ("order", "stats.t.ppf(0.975, len(Ns) - 2)", "stats.t.ppf(0.975, len(Ns) - 1)")),
     interval_upside_down("which_part"),
+    interval_ends_swapped("which_part"),
 ]
