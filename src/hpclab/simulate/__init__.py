@@ -33,6 +33,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -255,8 +256,8 @@ def run_driver(kernel, spec, nranks, args, placement=None, timeout=600, config=C
 
     exe = build(kernel)
     hosts = placement_hosts(spec, nranks, placement)
-    work = Path(_cache_dir()) / f"run-{os.getpid()}"
-    work.mkdir(exist_ok=True)
+    # a folder of its own: process ids repeat across sandboxes that share a cache
+    work = Path(tempfile.mkdtemp(prefix="run-", dir=_cache_dir()))
     try:
         (work / "platform.xml").write_text(platform_xml(spec))
         (work / "hostfile").write_text("\n".join(hosts) + "\n")
