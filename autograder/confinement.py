@@ -53,7 +53,7 @@ def _hidden():
     return sorted(p for p in out if p.exists() and p != Path("/"))
 
 
-def _bwrap_args(box, limits):
+def bwrap_args(box, limits):
     """bubblewrap's command line: the box read-only at INNER, a sized tmpfs (memory) for the
     working folder, its temporary folder, /dev/shm and every emptied tree."""
     size = ["--size", str(limits.disk)]
@@ -138,7 +138,7 @@ def isolation():
     return "none", why
 
 
-def _limit(limits, uid, group=None):
+def process_limits(limits, uid, group=None):
     def apply():
         if group is not None:  # before anything starts: every descendant is in it too
             group.join()
@@ -167,6 +167,28 @@ def die_with_parent():
         pass
 
 
+def run_group(cmd, timeout, env=None, cwd=None):
+    """Run a helper of the grader (nbgrader, a measurement) in a process group of its own
+    that dies with the grader; when it ends, by itself or after ``timeout`` seconds (return
+    code -9, and a line that says so), whatever it left in its group is killed too. Its
+    output and errors, merged, as a CompletedProcess."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=die_with_parent)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return subprocess.CompletedProcess(cmd, -9, (out or "") + f"\n[stopped after {timeout} s]")
+    finally:
+        try:  # anything the run left in its group (mpiexec's ranks, kernels)
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return subprocess.CompletedProcess(cmd, proc.returncode, out)
+
+
 def _processes_of(uid):
     n = 0
     for d in Path("/proc").iterdir():
@@ -180,7 +202,7 @@ def _processes_of(uid):
     return n
 
 
-def _kill_uid(uid):
+def kill_uid(uid):
     """Every process of the dedicated user (only a fallback without namespaces leaves any)."""
     for d in Path("/proc").iterdir():
         if d.name.isdigit():

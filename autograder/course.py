@@ -9,7 +9,6 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -126,28 +125,15 @@ class Course:
 
 def nbgrader(*args, timeout=NBGRADER_TIMEOUT, env=None, check=True):
     """Run one nbgrader command from the autograder folder in its own process group."""
-    from sandbox import SLOW_OPTIONAL, die_with_parent  # the children die with the grader
+    from confinement import run_group
+    from sandbox import SLOW_OPTIONAL
 
     cmd = [sys.executable, "-c", f"import sys; sys.modules.setdefault({SLOW_OPTIONAL!r}, None); "
            "from nbgrader.apps.nbgraderapp import main; sys.exit(main())", *args]
     path = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"  # nbgrader calls alembic
-    proc = subprocess.Popen(cmd, cwd=HERE, env={**os.environ, "PATH": path, **(env or {})},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, preexec_fn=die_with_parent)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        return subprocess.CompletedProcess(cmd, -9, (out or "") + f"\n[stopped after {timeout} s]")
-    finally:
-        try:  # anything the run left in its group
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    result = subprocess.CompletedProcess(cmd, proc.returncode, out)
-    if check and proc.returncode != 0:
-        raise SystemExit(f"nbgrader {' '.join(args)} failed:\n{out}")
+    result = run_group(cmd, timeout, env={**os.environ, "PATH": path, **(env or {})}, cwd=HERE)
+    if check and result.returncode != 0:
+        raise SystemExit(f"nbgrader {' '.join(args)} failed:\n{result.stdout}")
     return result
 
 
@@ -194,7 +180,7 @@ def backup_gradebook(course):
     return dest
 
 
-def _errors(log):
+def log_errors(log):
     """The gist of a failed nbgrader step: its last exception line, else its ERROR lines."""
     import re
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from course import _errors, backup_gradebook, load_status
+from course import backup_gradebook, load_status, log_errors
 
 EXPORT_COLUMNS = ["assignment", "student_id", "last_name", "first_name", "email", "timestamp",
                   "duedate", "seconds_late", "raw_score", "late_penalty", "score", "max_score",
@@ -107,7 +107,7 @@ def roster(course, path):
     backup_gradebook(course)
     r = course.nbgrader("db", "student", "import", str(Path(path).resolve()), check=False)
     if r.returncode != 0:
-        raise SystemExit(f"could not import {path}: {_errors(r.stdout)}\n"
+        raise SystemExit(f"could not import {path}: {log_errors(r.stdout)}\n"
                          "The file is a CSV with a header: id,first_name,last_name,email")
     print(r.stdout.strip().splitlines()[-1] if r.stdout.strip() else f"imported {path}")
 
@@ -116,7 +116,7 @@ def duedate(course, name, when):
     backup_gradebook(course)
     r = course.nbgrader("db", "assignment", "add", name, f"--duedate={when}", check=False)
     if r.returncode != 0:
-        raise SystemExit(f"could not set the due date: {_errors(r.stdout)}")
+        raise SystemExit(f"could not set the due date: {log_errors(r.stdout)}")
     print(f"{name} is due {when}")
 
 

@@ -48,10 +48,10 @@ from course import (  # noqa: F401 (the names the grader's callers use)
     ROOT,
     WORKER_DIED,
     Course,
-    _errors,
     assignments,
     backup_gradebook,
     load_status,
+    log_errors,
     nbgrader,
     release,
     save_status,
@@ -451,14 +451,14 @@ class _Lab:
             entry = entries[student]
             log = r.stdout
             if ran is None:
-                entry.update(status="failed", reason=_errors(log) if r.returncode else
+                entry.update(status="failed", reason=log_errors(log) if r.returncode else
                              "the notebook was not executed in the sandbox (check "
                              "SandboxedExecute in nbgrader_config.py): no valid score")
                 failures.append((student, name, "could not be graded (failed)", log[-2000:]))
                 continue
             entry.update(isolation=ran.get("isolation", ""), seconds=ran.get("seconds", 0))
             if r.returncode != 0:
-                entry.update(status="failed", reason=_errors(log))
+                entry.update(status="failed", reason=log_errors(log))
                 failures.append((student, name, "could not be graded (failed)", log[-2000:]))
                 continue
             kind = {"finished": "graded"}.get(ran["status"], ran["status"])
@@ -481,7 +481,7 @@ class _Lab:
             for student in ran_ok:
                 if student in missing:
                     entries[student].update(status="failed", reason="not recorded in the "
-                                            "gradebook: " + _errors(missing[student]))
+                                            "gradebook: " + log_errors(missing[student]))
                     failures.append((student, name, "could not be recorded",
                                      missing[student][-2000:]))
                 else:

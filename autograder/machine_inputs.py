@@ -11,36 +11,16 @@ graded against the same numbers. When a measurement fails, the labs that need it
 their own, as before, and the grader says so.
 """
 import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
 TIMEOUT = 600  # seconds for one chapter's inputs (a quick-profile PingPong and STREAM)
 
 
-def _run(cmd, env, timeout):
-    from sandbox import die_with_parent  # the measurement dies with the grader
-
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True, preexec_fn=die_with_parent)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        return -9, (out or "") + f"\n[stopped after {timeout} s]"
-    finally:
-        try:  # mpiexec and its ranks, whatever the outcome
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    return proc.returncode, out
-
-
 def measure(names, folder, profile, timeout=TIMEOUT, log=print):
     """{lab: folder} for each lab of ``names`` that is a chapter declaring inputs and whose
     inputs were measured (or found) in ``folder``; the other labs are left out."""
+    from confinement import run_group  # the measurement dies with the grader
     from hpclab.kernels import registry
 
     chapters = set(registry.chapter_order())
@@ -51,8 +31,9 @@ def measure(names, folder, profile, timeout=TIMEOUT, log=print):
     env = {**os.environ, "HPCLAB_PROFILE": profile}
     done = {}
     for name in wanted:
-        code, out = _run([sys.executable, "-m", "hpclab", "inputs", name, "--measure",
-                          "--profile", profile, "--results", str(folder)], env, timeout)
+        done_run = run_group([sys.executable, "-m", "hpclab", "inputs", name, "--measure",
+                              "--profile", profile, "--results", str(folder)], timeout, env=env)
+        code, out = done_run.returncode, done_run.stdout
         if code == 0:
             done[name] = Path(folder)
             for line in out.strip().splitlines():

@@ -57,13 +57,13 @@ from traitlets import Bool, Integer  # noqa: E402
 import cgroup  # noqa: E402
 from confinement import (  # noqa: E402, F401 (grade.py, the tests and the workers use these)
     INNER,
-    _bwrap_args,
-    _kill_uid,
-    _limit,
+    bwrap_args,
     die_with_parent,
     grader_uid,
     install_bwrap,
     isolation,
+    kill_uid,
+    process_limits,
     uid_note,
 )
 
@@ -252,7 +252,7 @@ def run(nb, limits, files_from=None, log=print, values=(), inputs_from=None):
         if uid is not None:
             inner = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
                      "--inh-caps=-all", "--bounding-set=-all", *inner]
-        cmd = (_bwrap_args(box, limits) + inner) if mode == "bwrap" else inner
+        cmd = (bwrap_args(box, limits) + inner) if mode == "bwrap" else inner
         env = _environment(box_path, venv_bin)
         if mode != "bwrap":
             env["HOME"] = str(box / "work")
@@ -262,7 +262,7 @@ def run(nb, limits, files_from=None, log=print, values=(), inputs_from=None):
         with open(private / "output.log", "wb") as log_file:
             proc = subprocess.Popen(cmd, cwd=box / "work", env=env, stdin=subprocess.DEVNULL,
                                     stdout=log_file, stderr=subprocess.STDOUT,
-                                    preexec_fn=_limit(limits, uid, group), pass_fds=fds)
+                                    preexec_fn=process_limits(limits, uid, group), pass_fds=fds)
         for fd in fds:
             os.close(fd)
         fds = []
@@ -277,7 +277,7 @@ def run(nb, limits, files_from=None, log=print, values=(), inputs_from=None):
         finally:
             _kill_group(proc)
             if uid is not None and mode != "bwrap":
-                _kill_uid(uid)
+                kill_uid(uid)
         out = _tail(private / "output.log", 4000)
         executed = _read_untrusted(private / "executed.ipynb", limits.output)
         merged, problem = merge(nb, executed, tests,

@@ -25,15 +25,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hpclab import processes, shm
-from hpclab.mpirun import DEFAULT_TIMEOUT, _tail, without_job_identity
+from hpclab.mpirun import DEFAULT_TIMEOUT, output_tail, without_job_identity
 from hpclab.ranks import (
     THREAD_LEVEL,
     MPILaunchError,
-    _allow_overload,
-    _positive,
+    allow_overload,
     check_ranks,
     find_mpiexec,
     mpiexec_options,
+    positive_count,
     srun_mpi_plugin,
 )
 
@@ -205,7 +205,7 @@ class Engines:
         self.srun_mpi = str(srun_mpi) if srun_mpi else None
         self.sbatch_options = [str(o) for o in sbatch_options]
         # under Slurm the job's allocation, not this machine's cores, sets the ranks' cores
-        self.n = check_ranks(n, what, oversubscribe) if launcher == "mpiexec" else _positive(n)
+        self.n = check_ranks(n, what, oversubscribe) if launcher == "mpiexec" else positive_count(n)
         self.timeout = float(timeout)
         self.start_timeout = float(start_timeout)
         self.mpi_args = list(map(str, mpi_args))
@@ -246,7 +246,7 @@ class Engines:
                                   log_level=40, controller_args=HEARTBEAT)
             cluster.config.MPIEngineSetLauncher.environment = {**extra_env, **self.environment}
             cluster.config.MPIEngineSetLauncher.mpi_cmd = without_job_identity([find_mpiexec()])
-            cluster.config.MPIEngineSetLauncher.mpi_args = extra_args + _allow_overload(
+            cluster.config.MPIEngineSetLauncher.mpi_args = extra_args + allow_overload(
                 self.mpi_args, self.n)
         self.cluster = cluster
         try:
@@ -304,7 +304,7 @@ class Engines:
         for launcher in (self.cluster.engines or {}).values():
             with contextlib.suppress(Exception):
                 out.append(launcher.get_output())
-        return _tail("\n".join(out)) or "(nothing)"
+        return output_tail("\n".join(out)) or "(nothing)"
 
     def _remember_pids(self):
         if self.cluster is None:

@@ -52,7 +52,7 @@ from hpclab.ranks import (
     MPILaunchError,
     OversubscribedError,
     OversubscriptionWarning,
-    _allow_overload,
+    allow_overload,
     bind_to_core,
     check_ranks,
     crowded,
@@ -71,7 +71,7 @@ from hpclab.ranks import (
 
 __all__ = ["DEFAULT_TIMEOUT", "DEFAULT_WHAT", "HEARTBEAT", "OVERSUBSCRIBED_THREAD_LEVEL",
            "START_TIMEOUT", "THREAD_LEVEL", "Engines", "MPILaunchError", "OversubscribedError",
-           "OversubscriptionWarning", "_allow_overload", "bind_to_core", "check_ranks",
+           "OversubscriptionWarning", "allow_overload", "bind_to_core", "check_ranks",
            "clean_environment", "cluster", "crowded", "find_mpiexec", "launcher_name",
            "library_version", "mpi_family", "mpi_library", "mpiexec_options", "mpirun",
            "oversubscribed", "rank_cores", "remote_frames", "run_process", "running",

@@ -14,7 +14,7 @@ import subprocess
 from hpclab import shm
 from hpclab.ranks import (
     MPILaunchError,
-    _allow_overload,
+    allow_overload,
     check_ranks,
     find_mpiexec,
     mpiexec_options,
@@ -67,14 +67,14 @@ def mpirun(args, n, timeout=DEFAULT_TIMEOUT, what=None, mpi_args=(), env=None, c
     what = what or " ".join(map(str, args))
     check_ranks(n, what)
     extra_args, extra_env = mpiexec_options(n)
-    cmd = [find_mpiexec(), *extra_args, *_allow_overload(mpi_args, n), "-n", str(n),
+    cmd = [find_mpiexec(), *extra_args, *allow_overload(mpi_args, n), "-n", str(n),
            *map(str, args)]
     result = run_process(cmd, timeout=timeout, what=what, where=f" on {n} MPI ranks",
                          env={**os.environ, **extra_env, **(env or {})}, cwd=cwd)
     if check and result.returncode != 0:
         raise MPILaunchError(
             f"{what} failed on {n} MPI ranks (exit code {result.returncode}):\n"
-            f"{_tail(result.stderr) or _tail(result.stdout)}")
+            f"{output_tail(result.stderr) or output_tail(result.stdout)}")
     return result
 
 
@@ -126,14 +126,14 @@ def run_process(cmd, timeout, what=None, env=None, cwd=None, where=""):
         raise TimeoutError(
             f"{what} did not finish within {timeout:g} s{where} (a deadlock, or a run too long "
             f"for its timeout); all of its processes were stopped.\n"
-            f"last output:\n{_tail(out)}{_tail(err)}") from None
+            f"last output:\n{output_tail(out)}{output_tail(err)}") from None
     except BaseException:
         _kill_group(proc)
         raise
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
-def _tail(text, lines=20):
+def output_tail(text, lines=20):
     if not text:
         return ""
     return "\n".join(text.strip().splitlines()[-lines:]) + "\n"
