@@ -158,3 +158,34 @@ def test_a_direction_cut_in_two_gives_one_face_not_two():
     t = exp.surface_to_volume(points=120, procs=(2,))
     # P = 2 slab: blocks of 60 x 120 x 120, one face of 120² halo points
     assert t.loc[2, "slab"] == pytest.approx(120 * 120 / (60 * 120 * 120), rel=1e-2)
+
+
+def _slab_from_the_wrong_plane(cart, u):
+    """Fills the upper halo with the neighbour's second plane instead of its first."""
+    lower, upper = cart.Shift(0, 1)
+    cart.Sendrecv(u[2], dest=lower, sendtag=1, recvbuf=u[-1], source=upper, recvtag=1)
+    cart.Sendrecv(u[-2], dest=upper, sendtag=2, recvbuf=u[0], source=lower, recvtag=2)
+
+
+def _slab_tags_crossed(cart, u):
+    """Each receive waits for the tag of the other exchange: the ranks wait for ever."""
+    lower, upper = cart.Shift(0, 1)
+    cart.Sendrecv(u[1], dest=lower, sendtag=1, recvbuf=u[-1], source=upper, recvtag=2)
+    cart.Sendrecv(u[-2], dest=upper, sendtag=2, recvbuf=u[0], source=lower, recvtag=1)
+
+
+def test_the_slab_check_names_the_rank_and_plane_and_says_when_the_exchange_hangs(engines):
+    """The slab lab's check: a halo filled from the wrong plane is found in the plane of the
+    whole grid and in the rank's own u that holds it; receives whose tags match no send are
+    a deadlock the check reports (and the engines are replaced), not an error to read."""
+    from hpclab.chapters.jacobi import exercises
+
+    wrong = exercises.halo_check(engines, _slab_from_the_wrong_plane, nprocs=2, timeout=30)
+    # (12, 8, 6) on two ranks: rank 0 holds planes 0-5, and its upper halo feeds plane 5
+    # in the first sweep (three sweeps carry the error down to plane 3)
+    assert not wrong["ok"] and not wrong["deadlocked"], wrong
+    assert (wrong["first_wrong_plane"], wrong["first_wrong_rank"], wrong["first_wrong_local"],
+            wrong["halo"]) == (5, 0, 6, "upper"), wrong
+    hung = exercises.halo_check(engines, _slab_tags_crossed, nprocs=2, timeout=5)
+    assert hung["deadlocked"] and not hung["ok"], hung
+    assert exercises.halo_check(engines, _slab_from_the_wrong_plane, nprocs=1, timeout=30)["ok"]

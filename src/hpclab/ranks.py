@@ -115,7 +115,7 @@ def launcher_name():
         else "mpiexec"
 
 
-def _positive(n):
+def positive_count(n):
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"the number of MPI ranks must be a positive integer, got {n!r}")
     return n
@@ -135,8 +135,9 @@ def check_ranks(n, what="this run", oversubscribe=True):
             "it was oversubscribed).")
     if n > cores:
         warnings.warn(
-            f"{what}: {n} MPI ranks on {cores} cores oversubscribes this machine; "
-            "results are correct but timings are meaningless",
+            f"{what}: {n} MPI ranks on {cores} cores, as asked (oversubscribe=True): right "
+            f"for checking results; ranks take turns on a core, so timings of more than "
+            f"{cores} ranks are meaningless",
             OversubscriptionWarning, stacklevel=3)
     return n
 
@@ -213,7 +214,7 @@ def mpiexec_options(n):
     return args, env
 
 
-def _allow_overload(mpi_args, n):
+def allow_overload(mpi_args, n):
     """Open MPI refuses ``--bind-to core`` with more ranks than cores ("binding more
     processes than cpus"): above the core count the binding becomes
     ``core:overload-allowed`` (correctness runs; timings there are meaningless anyway)."""

@@ -37,7 +37,7 @@ WRONG = [
           'float(_Ts / measured.loc[P_top, "compute"])')),
     case("the 48-process grid as one cut", "test_orfeo", "k = 3, not 1",
          ("orfeo", "L48, k48 = 1200, 3", "L48, k48 = 1200, 1")),
-    case("c with 8 bytes per face point", "test_orfeo", "both ways",
+    case("c with 8 bytes per face point", "test_orfeo", "one to each neighbour",
          ("orfeo", "c48 = L48**2 * k48 * 2 * 8", "c48 = L48**2 * k48 * 8")),
     case("the slow-down without latency", "test_orfeo", "latency term",
          ("orfeo", " + k48 * 0.99e-6) / Ts", ") / Ts")),

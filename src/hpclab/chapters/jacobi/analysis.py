@@ -29,7 +29,7 @@ from hpclab.chapters.stream.analysis import add_bandwidth as stream_bandwidth  #
 
 __getattr__, __dir__ = reexport(__name__, _sweep)
 
-BYTES_PER_FACE_POINT = HALO_BYTES_PER_FACE_POINT  # 8 bytes each way
+BYTES_PER_FACE_POINT = HALO_BYTES_PER_FACE_POINT  # two faces of 8-byte doubles
 
 
 # ----------------------------------------------------------------------------- analysis

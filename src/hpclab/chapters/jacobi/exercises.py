@@ -29,18 +29,22 @@ def _sweeps_on_rank(exchange, nprocs, shape, sweeps, seed):
             u[-1] = np.nan
         unew = u.copy()
         cart = sub.Create_cart([size], periods=[False])
+        after_one = None
         try:
-            for _ in range(sweeps):
+            for step in range(sweeps):
                 exchange(cart, u)
                 jacobi.sweep(u, f, unew, w, diag)
                 u, unew = unew, u
+                if step == 0:  # where a wrong halo shows before it spreads
+                    after_one = sub.gather(u[1:-1, 1:-1, 1:-1].copy(), root=0)
         finally:
             cart.Free()
         blocks = sub.gather(u[1:-1, 1:-1, 1:-1].copy(), root=0)
         if rank != 0:
             return {"rank": rank}
         # compared with the serial sweep where the check runs, not here
-        return {"rank": 0, "field": np.concatenate(blocks)}
+        return {"rank": 0, "field": np.concatenate(blocks),
+                "after_one": None if after_one is None else np.concatenate(after_one)}
 
 
 def halo_check(engines, exchange, nprocs, shape=(12, 8, 6), sweeps=3, seed=0, timeout=60):
@@ -49,24 +53,50 @@ def halo_check(engines, exchange, nprocs, shape=(12, 8, 6), sweeps=3, seed=0, ti
     ``u[-1]`` before every sweep (``cart``: a 1D non-periodic Cartesian communicator).
 
     Returns a dict: ``ok`` (the gathered field equals a serial sweep of the whole grid),
-    ``wrong`` (points that differ), ``nan`` (points reached by a halo never filled) and
-    ``first_wrong_plane``.
+    ``deadlocked`` (it did not finish within ``timeout`` seconds; fresh engines start with the
+    next call), ``wrong`` (points that differ), ``nan`` (points reached by a halo never
+    filled); and where a wrong halo first shows, after the first sweep (later sweeps spread
+    it one plane further each): ``first_wrong_plane`` (counted in the whole grid from 0), the
+    rank that holds it and its index in that rank's ``u`` (``first_wrong_rank``,
+    ``first_wrong_local``: ``u[1]`` is a rank's first own plane), and ``halo``, the halo it
+    lies next to (``"lower"``, ``u[0]``; ``"upper"``, ``u[-1]``; else None).
     """
+    from hpclab.kernels.topology import block_range
+
     if not 1 <= nprocs <= engines.n:
         raise ValueError(f"nprocs must be between 1 and the {engines.n} engines, got {nprocs}")
-    per_rank = engines.run(_sweeps_on_rank, exchange, int(nprocs), tuple(shape), int(sweeps),
-                           int(seed), timeout=timeout,
-                           what=f"your halo exchange on {nprocs} ranks")
+    out = {"ok": False, "deadlocked": False, "wrong": 0, "nan": 0, "first_wrong_plane": None,
+           "first_wrong_rank": None, "first_wrong_local": None, "halo": None}
+    try:
+        per_rank = engines.run(_sweeps_on_rank, exchange, int(nprocs), tuple(shape),
+                               int(sweeps), int(seed), timeout=timeout,
+                               what=f"your halo exchange on {nprocs} ranks")
+    except TimeoutError:
+        out["deadlocked"] = True
+        return out
     from hpclab.chapters.jacobi import kernels as jacobi
 
     root = next(r for r in per_rank if r is not None and r["rank"] == 0)
     got = np.asarray(root["field"], dtype=float)
     want = jacobi.serial_sweeps(np.random.default_rng(seed).random(shape), sweeps)
     if got.shape != want.shape:
-        return {"ok": False, "wrong": int(want.size), "nan": 0, "first_wrong_plane": 0}
+        out.update(wrong=int(want.size), first_wrong_plane=0)
+        return out
     bad = ~np.isclose(got, want, rtol=1e-12, atol=1e-12)
-    return {"ok": not bad.any(), "wrong": int(bad.sum()), "nan": int(np.isnan(got).sum()),
-            "first_wrong_plane": int(np.argwhere(bad)[0][0]) if bad.any() else None}
+    out.update(ok=not bad.any(), wrong=int(bad.sum()), nan=int(np.isnan(got).sum()))
+    if bad.any():
+        one = np.asarray(root["after_one"], dtype=float)
+        early = ~np.isclose(one, jacobi.serial_sweeps(np.random.default_rng(seed).random(shape),
+                                                      1), rtol=1e-12, atol=1e-12)
+        plane = int(np.argwhere(early if early.any() else bad)[0][0])
+        for rank in range(nprocs):
+            first, planes = block_range(shape[0], nprocs, rank)
+            if first <= plane < first + planes:
+                local = plane - first + 1
+                out.update(first_wrong_plane=plane, first_wrong_rank=rank,
+                           first_wrong_local=local,
+                           halo="lower" if local == 1 else "upper" if local == planes else None)
+    return out
 
 
 def _cube_on_rank(exchange, nprocs, dims, shape, sweeps, seed):

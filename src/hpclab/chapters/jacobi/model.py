@@ -1,6 +1,6 @@
 """The Jacobi chapter's model (report 001, eq. 8): lattice updates per second of N ranks
-that each update L³ cells and exchange a halo face of L² doubles both ways per cut
-direction, P(L, N) = L³N / (L³·t + 16·L²·k/B + k·λ).
+that each update L³ cells and send two halo faces of L² doubles per cut direction (one to
+the neighbour on each side), P(L, N) = L³N / (L³·t + 16·L²·k/B + k·λ).
 
 ``x`` is a table with the inputs ``L`` (cells per side of a rank's block), ``N`` (ranks)
 and ``k`` (cut directions), see :func:`hpclab.models.fit`.
@@ -10,8 +10,8 @@ import numpy as np
 from hpclab.models import Model
 from hpclab.stats import NONNEGATIVE, POSITIVE
 
-# bytes of one halo face per cut direction and neighbour: L² doubles, both ways
-# (report 001, eq. 8: c(L, N) = L²·k·2·8)
+# bytes per face point and cut direction: two faces (one to each neighbour along it) of
+# 8-byte doubles (report 001, eq. 8: c(L, N) = L²·k·2·8)
 HALO_BYTES_PER_FACE_POINT = 2 * 8
 
 
