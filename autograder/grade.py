@@ -285,9 +285,15 @@ class _Workers:
     dead worker fails every run in it)."""
 
     def __init__(self, jobs):
-        self.jobs, self.pool = jobs, None
+        import threading
+
+        self.jobs, self.pool, self.lock = jobs, None, threading.Lock()
 
     def get(self):
+        with self.lock:
+            return self._get()
+
+    def _get(self):
         if self.pool is not None and getattr(self.pool, "_broken", False):
             _stop_pool(self.pool)
             self.pool = None
@@ -296,9 +302,10 @@ class _Workers:
         return self.pool
 
     def stop(self):
-        if self.pool is not None:
-            _stop_pool(self.pool)
-            self.pool = None
+        with self.lock:
+            if self.pool is not None:
+                _stop_pool(self.pool)
+                self.pool = None
 
 
 def _pool(jobs):
@@ -496,34 +503,47 @@ class _Lab:
                    if entry["isolation"] else ""), flush=True)
 
     def _feedback(self, graded, entries, failures):
+        """nbgrader's feedback pages of ``graded``: the students split into one group per
+        worker, the groups written side by side (each reads the gradebook, none writes it);
+        a group that failed is written again one student at a time, to say whose failed."""
         name = self.name
         for student in graded:
             shutil.rmtree(self.workdir / "feedback" / student / name, ignore_errors=True)
-        pattern = graded[0] if len(graded) == 1 else "*"
         env = {"TMPDIR": str(self.scratch)}
-        fb = self.course.step(self.pool, "generate_feedback", name, pattern, env=env)
-        for student in graded:
-            entry = entries[student]
-            notes = [entry["reason"]] if entry["reason"] else []
-            page = self.workdir / "feedback" / student / name / self.notebook.replace(
-                ".ipynb", ".html")
-            if fb.returncode or not page.exists():
-                log = fb.stdout if len(graded) == 1 else self.course.step(
-                    self.pool, "generate_feedback", name, student, env=env).stdout
-                if not page.exists() or len(graded) == 1:
-                    notes.append("feedback could not be written")
-                    failures.append((student, name, "was graded, but its feedback could not be "
-                                     "written", log[-2000:]))
-            if page.exists():
-                n = redact_feedback(self.workdir / "feedback" / student / name, self.secret)
-                if n:
-                    notes.append(f"{n} hidden-test line(s) printed by the submission removed "
-                                 "from its feedback")
-            entry["reason"] = "; ".join(notes)
-        if pattern == "*":  # nbgrader rewrote every student's page of the lab: redact them all
-            for folder in (self.workdir / "feedback").glob(f"*/{name}"):
-                if folder.parent.name not in graded:
-                    redact_feedback(folder, self.secret)
+        folder = self.workdir / "autograded"
+        everyone = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+        groups = [g for g in (graded[i::self.pool.jobs] for i in range(self.pool.jobs)) if g]
+
+        def write(group):
+            if len(group) == 1:
+                return self.course.step(self.pool, "generate_feedback", name, group[0],
+                                        env=env)
+            others = ",".join(s for s in everyone if s not in group)
+            options = [f"--CourseDirectory.student_id_exclude={others}"] if others else []
+            return self.course.step(self.pool, "generate_feedback", name, "*", options,
+                                    env=env)
+
+        with concurrent.futures.ThreadPoolExecutor(len(groups)) as threads:
+            written = dict(zip(map(tuple, groups), threads.map(write, groups)))
+        for group, fb in written.items():
+            for student in group:
+                entry = entries[student]
+                notes = [entry["reason"]] if entry["reason"] else []
+                page = self.workdir / "feedback" / student / name / self.notebook.replace(
+                    ".ipynb", ".html")
+                if fb.returncode or not page.exists():
+                    log = fb.stdout if len(group) == 1 else write([student]).stdout
+                    if not page.exists() or len(group) == 1:
+                        notes.append("feedback could not be written")
+                        failures.append((student, name, "was graded, but its feedback could "
+                                         "not be written", log[-2000:]))
+                if page.exists():
+                    n = redact_feedback(self.workdir / "feedback" / student / name,
+                                        self.secret)
+                    if n:
+                        notes.append(f"{n} hidden-test line(s) printed by the submission "
+                                     "removed from its feedback")
+                entry["reason"] = "; ".join(notes)
 
 
 # ---------------------------------------------------------------- export

@@ -266,3 +266,36 @@ def test_models_are_found_by_name_shared_or_a_chapters_own():
     assert models.fit("ring", np.arange(1, 9.0), 2e-6 * np.arange(1, 9.0))["lambda"] > 0
     with pytest.raises(ValueError, match="unknown model 'rign': choose one of .*ring"):
         models.get("rign")
+
+
+@pytest.mark.parametrize("sigma", [None, "relative"])
+def test_hockney_in_closed_form_is_the_bounded_least_squares_fit(sigma, monkeypatch):
+    # T = λ + n/B is a line in (λ, 1/B): the closed form must give what the bounded
+    # curve_fit gives, estimates and standard errors, whenever the line's optimum is inside
+    # the domain (a flat segment or a negative intercept still goes to curve_fit)
+    rng = np.random.default_rng(7)
+    x = np.logspace(0, 7, 25)
+    closed, bounded = [], []
+    for _ in range(20):
+        y = (2e-6 + x / 5e9) * (1 + 0.05 * rng.standard_normal(x.size))
+        closed.append(models.fit(models.HOCKNEY, x, y, sigma=sigma))
+    monkeypatch.setattr(models, "_hockney_line", lambda *a: None)
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        y = (2e-6 + x / 5e9) * (1 + 0.05 * rng.standard_normal(x.size))
+        bounded.append(models.fit(models.HOCKNEY, x, y, sigma=sigma))
+    for a, b in zip(closed, bounded):
+        w = 1.0 if sigma is None else 1.0 / a.y
+        # the same optimum, to the iterative fit's tolerance; never a worse one
+        assert np.sum((a.residuals * w) ** 2) <= np.sum((b.residuals * w) ** 2) * (1 + 1e-9)
+        for k in ("lambda", "B"):
+            assert a.params[k] == pytest.approx(b.params[k], rel=1e-3)
+            assert a.stderr[k] == pytest.approx(b.stderr[k], rel=1e-3)
+
+
+def test_hockney_outside_its_domain_is_left_to_the_bounded_fit():
+    x = np.array([1.0, 2, 3, 4, 5])
+    assert models._hockney_line(x, 3e-6 - x * 1e-8, None) is None   # falling: B < 0
+    assert models._hockney_line(x, -1e-6 + x * 1e-6, None) is None  # λ < 0
+    fit = models.fit(models.HOCKNEY, x, 3e-6 - x * 1e-8)
+    assert fit.params["lambda"] > 0 and fit.params["B"] > 0

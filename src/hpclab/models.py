@@ -38,7 +38,6 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
-from scipy import optimize
 
 from hpclab.stats import (
     NONNEGATIVE,
@@ -377,6 +376,12 @@ def fit(model, x, y, sigma=None, p0=None):
     """
     model = get(model) if isinstance(model, str) else model
     x, y, sigma_arr, label = _clean(model, x, y, sigma)
+    line = _hockney_line(x, y, sigma_arr) if model is HOCKNEY else None
+    if line is not None:
+        popt, pcov = line
+        return _result(model, x, y, popt, pcov, label)
+    from scipy import optimize  # a third of a second: only the models without a closed form
+
     start = list(p0) if p0 is not None else list(model.guess(x, y))
     lo, hi = model.bounds
     start = [float(np.clip(v, a + 1e-15 if np.isfinite(a) else a, b)) for v, a, b in
@@ -403,6 +408,36 @@ def fit(model, x, y, sigma=None, p0=None):
     pcov = qcov * np.outer(pscale, pscale)
     if model.canonical is not None:
         popt = np.asarray(model.canonical(*popt), dtype=float)
+    return _result(model, x, y, popt, pcov, label)
+
+
+def _hockney_line(x, y, sigma):
+    """Hockney's T = λ + n/B is a straight line in (λ, 1/B): its weighted least squares
+    has a closed form. Returns (popt, pcov) in (λ, B), the covariance as curve_fit gives it
+    (the Jacobian in λ and B at the optimum, scaled by the residuals' variance), or None
+    when the line's optimum lies outside the domain (λ < 0 or a slope ≤ 0), where the
+    bounded fit decides."""
+    w = np.ones_like(y) if sigma is None else 1.0 / sigma
+    design = np.column_stack([np.ones_like(x), x]) * w[:, None]
+    scale = np.linalg.norm(design, axis=0)
+    if not np.all(scale > 0):
+        return None
+    coef, *_ = np.linalg.lstsq(design / scale, y * w, rcond=None)
+    lam, slope = coef / scale
+    if not (np.isfinite(lam) and np.isfinite(slope) and lam >= 0 and slope > 0):
+        return None
+    resid = (y - lam - x * slope) * w
+    try:  # the line's covariance in scaled units, then in (λ, B): B = 1/slope
+        cov = np.linalg.inv((design / scale).T @ (design / scale)) / np.outer(scale, scale)
+    except np.linalg.LinAlgError:
+        return None
+    cov *= float(resid @ resid) / (x.size - 2)
+    to_b = np.diag([1.0, -1.0 / slope**2])
+    pcov = to_b @ cov @ to_b.T
+    return np.array([lam, 1.0 / slope]), pcov
+
+
+def _result(model, x, y, popt, pcov, label):
     dof = x.shape[-1] - len(popt)
     stderr = np.sqrt(np.clip(np.diag(pcov), 0, np.inf))
     t = t_quantile(0.975, dof)
