@@ -23,7 +23,7 @@ endif
 export PATH := $(abspath $(BIN)):$(PATH)
 
 .PHONY: setup book lint test test-openmpi lab release grade export report roster duedate formgrader \
-  bench clean distclean help
+  readme bench clean distclean help
 
 help:
 	@echo "make book      build the site (measures this machine; PROFILE=quick|standard|full)"
@@ -39,6 +39,7 @@ help:
 	@echo "make roster ROSTER=students.csv   names and emails (id,first_name,last_name,email)"
 	@echo "make duedate LAB=<lab> DUE='2026-12-01 17:00:00 Europe/Rome'   a lab's due date"
 	@echo "make formgrader  open nbgrader's formgrader on this course (manual grading)"
+	@echo "make readme    the README's list of chapters, from their declarations"
 	@echo "make bench     our kernels and outside references side by side (see README)"
 	@echo "make setup     only create .venv and build the kernels (MPI=system: use your mpicc)"
 	@echo "make test-openmpi  the kernel, CLI and launch tests again under the system's Open MPI"
@@ -149,6 +150,10 @@ formgrader: $(STAMP)
 # every kernel's bench, then grading's (a generated class of 40 correct submissions, one at a
 # time and side by side); references given on the command line (make bench OSU=... IMB=...
 # STREAM_C=...) reach it through the environment
+# the README's list of chapters, from the chapters' declarations (a test checks it is current)
+readme: $(STAMP)
+	$(BIN)/python -c "from hpclab import chapters; chapters.write_readme('README.md')"
+
 bench: $(STAMP)
 	$(BIN)/python -m hpclab.bench
 	$(BIN)/python autograder/bench.py

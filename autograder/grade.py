@@ -21,7 +21,8 @@ gradebook) is kept in ``<workdir>/status.json`` and exported beside its score.
 This module grades; its neighbours do one job each: course.py (the course folder, nbgrader's
 commands, the status file and backups), exports.py (the grade files, roster and due dates),
 screen.py (what is refused before it runs), machine_inputs.py (this machine's inputs, once
-per run), sandbox.py and run_notebook.py (the sandboxed run), judge.py (graded cells),
+per run), sandbox.py and run_notebook.py (the sandboxed run), returned.py (what comes back
+from it, read as untrusted), execute.py (nbgrader's step that runs it), judge.py (graded cells),
 worker.py (nbgrader's steps in worker processes), lock.py (one grader per course folder) and
 report.py (the class report).
 """

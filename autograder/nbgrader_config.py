@@ -22,9 +22,9 @@ from nbgrader.preprocessors import (  # noqa: E402
     SaveAutoGrades,
 )
 
+from execute import SandboxedExecute  # noqa: E402
 from feedback import HideHiddenTests  # noqa: E402
 from latepolicy import PerDayPenalty  # noqa: E402
-from sandbox import SandboxedExecute  # noqa: E402
 
 # get_config is defined by the traitlets loader that reads this file
 c = get_config()  # type: ignore[name-defined]  # noqa: F821

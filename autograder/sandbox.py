@@ -19,16 +19,17 @@ bubblewrap (Debian: ``apt-get install bubblewrap``):
 When the system refuses bubblewrap's namespaces, the run falls back to the dedicated user
 without namespaces (root) or to limits alone (any other user), and says so. How the run is
 shut in (bubblewrap's command line, the dedicated user, the limits) is confinement.py's;
-this module runs the notebook in it and takes back what may be trusted.
+this module runs the notebook in it. What comes back is read by returned.py, and
+execute.py is the nbgrader step that calls :func:`run`.
 
 The graded test cells are not given to the sandbox's notebook (they are empty there): their
 code goes to the runner through a descriptor opened here, the runner runs them in its own
 process against the kernel's values (judge.py), and their outputs come back through a second
 descriptor, into a file outside the sandbox.
 
-The notebook that comes back is not trusted: only the outputs and execution counts of the
-other cells are taken, cell by cell, onto the grader's own copy, and only when the cells'
-sources are unchanged. A graded test cell that did not run gets an error output, so it
+The notebook that comes back is not trusted (returned.py): only the outputs and execution
+counts of the other cells are taken, cell by cell, onto the grader's own copy, and only when
+the cells' sources are unchanged. A graded test cell that did not run gets an error output, so it
 scores 0.
 """
 from __future__ import annotations
@@ -51,8 +52,6 @@ SLOW_OPTIONAL = "rfc3987_syntax"
 sys.modules.setdefault(SLOW_OPTIONAL, None)  # type: ignore[arg-type]
 
 import nbformat  # noqa: E402
-from nbconvert.preprocessors import Preprocessor  # noqa: E402
-from traitlets import Bool, Integer  # noqa: E402
 
 import cgroup  # noqa: E402
 from confinement import (  # noqa: E402, F401 (grade.py, the tests and the workers use these)
@@ -65,6 +64,15 @@ from confinement import (  # noqa: E402, F401 (grade.py, the tests and the worke
     kill_uid,
     process_limits,
     uid_note,
+)
+from returned import (  # noqa: E402
+    ended,
+    last_bytes,
+    mark_not_run,
+    merge,
+    read_judged,
+    read_untrusted,
+    read_values,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -278,10 +286,10 @@ def run(nb, limits, files_from=None, log=print, values=(), inputs_from=None):
             _kill_group(proc)
             if uid is not None and mode != "bwrap":
                 kill_uid(uid)
-        out = _tail(private / "output.log", 4000)
-        executed = _read_untrusted(private / "executed.ipynb", limits.output)
+        out = last_bytes(private / "output.log", 4000)
+        executed = read_untrusted(private / "executed.ipynb", limits.output)
         merged, problem = merge(nb, executed, tests,
-                                _read_judged(private / "judged.jsonl", tests, limits.output),
+                                read_judged(private / "judged.jsonl", tests, limits.output),
                                 text=limits.text)
         if problem and status == "finished":
             status, reason = "failed", problem
@@ -291,7 +299,7 @@ def run(nb, limits, files_from=None, log=print, values=(), inputs_from=None):
         elif status == "finished" and proc.returncode != 0:
             status = "failed"
             errors = [x for x in out.splitlines() if "Error" in x or "Killed" in x]
-            reason = f"the notebook's runner ended with {_ended(proc.returncode)}" + \
+            reason = f"the notebook's runner ended with {ended(proc.returncode)}" + \
                 (f": {errors[-1].strip()[:200]}" if errors else "")
         if group is not None and group.oom_kills():
             memory = (f"a process was stopped at the memory limit of the whole submission "
@@ -303,7 +311,7 @@ def run(nb, limits, files_from=None, log=print, values=(), inputs_from=None):
         if left:
             reason = (reason + "; " if reason else "") + "not copied: " + ", ".join(left)
         return Result(status, reason, mode, merged, time.monotonic() - t0,
-                      _read_values(private / "values.json", values))
+                      read_values(private / "values.json", values))
     finally:
         for fd in fds:
             os.close(fd)
@@ -311,173 +319,3 @@ def run(nb, limits, files_from=None, log=print, values=(), inputs_from=None):
             group.remove()
         shutil.rmtree(box, ignore_errors=True)
         shutil.rmtree(private, ignore_errors=True)
-
-
-def _tail(path, n):
-    """The last ``n`` bytes of a file, as text."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(max(0, os.fstat(fh.fileno()).st_size - n))
-            return fh.read(n).decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def _read_judged(path, tests, limit):
-    """{cell index: (outputs, execution count)} of the graded cells the runner judged."""
-    out = {}
-    try:
-        if path.stat().st_size > limit:
-            return out
-        lines = path.read_text().splitlines()
-    except OSError:
-        return out
-    for line in lines:
-        try:
-            rec = json.loads(line)
-            index, outputs = int(rec["index"]), rec["outputs"]
-            nodes = [nbformat.from_dict(o) for o in outputs]
-            cell = nbformat.v4.new_code_cell(outputs=nodes, execution_count=1)
-            nbformat.validate(nbformat.v4.new_notebook(cells=[cell]))
-        except Exception:
-            continue
-        if index in tests:
-            out[index] = (nodes, int(rec.get("execution_count") or 1))
-    return out
-
-
-def _ended(code):
-    """An exit code in words (a shell-style 128 + n is signal n)."""
-    n = -code if code < 0 else code - 128 if code > 128 else 0
-    if n:
-        try:
-            return f"signal {signal.Signals(n).name} (killed)"
-        except ValueError:
-            return f"signal {n}"
-    return f"exit status {code}"
-
-
-def _read_values(path, names):
-    """The values file written in the sandbox, reduced to finite floats of the names asked."""
-    import math
-
-    try:
-        if path.is_symlink() or path.stat().st_size > 1 << 20:
-            return {}
-        raw = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    out = {}
-    for name in names:
-        v = raw.get(name) if isinstance(raw, dict) else None
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-            out[name] = float(v)
-    return out
-
-
-def _read_untrusted(path, limit):
-    try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > limit:
-            return None
-        with open(path) as fh:
-            nb = nbformat.read(fh, as_version=4)
-        nbformat.validate(nb)
-        return nb
-    except Exception:  # any malformed file means: no outputs
-        return None
-
-
-def _cut(outputs, text):
-    """Outputs with every text longer than ``text`` characters cut, saying so."""
-    for out in outputs:
-        fields = [("text", out)] if "text" in out else []
-        fields += [(k, out["data"]) for k in ("text/plain", "text/html")
-                   if isinstance(out.get("data"), dict) and k in out["data"]]
-        fields += [("evalue", out)] if "evalue" in out else []
-        for key, holder in fields:
-            value = holder[key]
-            value = "".join(value) if isinstance(value, list) else str(value)
-            if len(value) > text:
-                holder[key] = (value[:text] + f"\n[output cut: {len(value):,} characters, "
-                               f"the grader keeps {text:,}]\n")
-        if isinstance(out.get("traceback"), list) and \
-                sum(len(x) for x in out["traceback"]) > text:
-            out["traceback"] = [x[:text // 10] for x in out["traceback"][-10:]]
-    return outputs
-
-
-def merge(nb, executed, tests=(), judged=None, text=Limits.text):
-    """The trusted notebook with ``executed``'s outputs, cell by cell (each text cut at
-    ``text`` characters), and the graded test cells' outputs from ``judged`` (the runner's
-    verdicts, never the returned notebook's); (notebook, problem)."""
-    merged = nbformat.from_dict(json.loads(json.dumps(nb)))
-    judged = judged or {}
-    for i, (outputs, count) in judged.items():
-        merged.cells[i].outputs, merged.cells[i].execution_count = _cut(outputs, text), count
-    if executed is None:
-        return merged, "the sandbox returned no readable notebook"
-    if len(executed.cells) != len(merged.cells):
-        return merged, "the notebook's cells changed while it ran"
-    for i, (mine, theirs) in enumerate(zip(merged.cells, executed.cells)):
-        if i in tests:
-            if theirs.cell_type != "code":
-                return merged, "the notebook's cells changed while it ran"
-            continue
-        if mine.cell_type != theirs.cell_type or mine.source != theirs.source:
-            return merged, "the notebook's cells changed while it ran"
-        if mine.cell_type == "code":
-            mine.outputs = _cut(theirs.get("outputs", []), text)
-            mine.execution_count = theirs.get("execution_count")
-    return merged, ""
-
-
-def mark_not_run(nb, why):
-    """Give every graded code cell that has no execution count an error output; count."""
-    n = 0
-    for cell in nb.cells:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if cell.cell_type == "code" and meta.get("grade") and cell.get("execution_count") is None:
-            cell.outputs = [nbformat.v4.new_output(
-                "error", ename="NotRun", evalue=f"this cell did not run: {why}",
-                traceback=[f"NotRun: this cell did not run: {why}"])]
-            n += 1
-    return n
-
-
-class SandboxedExecute(Preprocessor):
-    """nbgrader's Execute step, run in the sandbox (see the module's doc).
-
-    Configured in nbgrader_config.py in place of nbgrader's Execute. With
-    HPCLAB_GRADE_STATUS set, writes what happened as JSON to <student>.json in that folder
-    and the executed notebook to <student>.ipynb, for grade.py. With HPCLAB_GRADE_EXECUTED
-    set instead, runs nothing: it takes <student>.ipynb from that folder, a notebook this
-    step executed before (grade.py runs each submission on its own first, then records the
-    class in the gradebook in one process).
-    """
-
-    enabled = Bool(True)  # nbconvert's preprocessors are off unless told
-    timeout = Integer(180, help="seconds one cell may run").tag(config=True)
-
-    def preprocess(self, nb, resources):
-        student = resources.get("nbgrader", {}).get("student", "submission")
-        done = os.environ.get("HPCLAB_GRADE_EXECUTED")
-        if done:
-            path = Path(done) / f"{student}.ipynb"
-            if not path.is_file():
-                raise RuntimeError(f"{student} has no executed notebook in {done}")
-            return nbformat.read(path, as_version=4), resources
-        path = resources.get("metadata", {}).get("path")
-        limits = Limits.from_env()
-        limits.cell = min(self.timeout, limits.wall)
-        names = [n for n in os.environ.get("HPCLAB_GRADE_VALUES", "").split(",") if n]
-        result = run(nb, limits, files_from=path, log=self.log.warning, values=names,
-                     inputs_from=os.environ.get("HPCLAB_GRADE_INPUTS") or None)
-        folder = os.environ.get("HPCLAB_GRADE_STATUS")
-        if folder:
-            nbformat.write(result.notebook, os.path.join(folder, f"{student}.ipynb"))
-            with open(os.path.join(folder, f"{student}.json"), "w") as fh:
-                json.dump({"status": result.status, "reason": result.reason,
-                           "isolation": result.isolation, "values": result.values,
-                           "seconds": round(result.seconds, 1)}, fh)
-        self.log.info("sandbox (%s): %s %s", result.isolation, result.status, result.reason)
-        return result.notebook, resources

@@ -58,3 +58,45 @@ def test_the_getting_started_table_is_made_from_the_declarations():
         row = next(r for r in rows if f"labs/{slug}/" in r)
         assert k.lab_needs in row
         assert all(kernels[s].title in row for s in k.inputs), (slug, row)
+
+
+@pytest.mark.parametrize("slug", registry.chapter_order())
+def test_a_chapters_analysis_names_its_sweeps_public_names_where_linters_see_them(slug):
+    """Pages and labs call ``analysis.run`` and the like: each of the sweep's public names is
+    imported into the analysis module by name (no ``__getattr__`` that linters cannot see)."""
+    import importlib
+    import inspect
+
+    sweep = importlib.import_module(f"hpclab.chapters.{slug}.sweep")
+    analysis = importlib.import_module(f"hpclab.chapters.{slug}.analysis")
+    assert not hasattr(analysis, "__getattr__")
+    public = [n for n, v in vars(sweep).items() if not n.startswith("_")
+              and not inspect.ismodule(v) and getattr(v, "__module__", sweep.__name__)
+              in (sweep.__name__, None, "builtins")]
+    missing = [n for n in public if n not in vars(analysis)]
+    assert not missing, f"{slug}/analysis.py does not import {missing} from its sweep"
+
+
+def test_the_readmes_list_of_chapters_is_made_from_the_declarations(tmp_path):
+    """README's chapters come from each declaration's ``teaches``, in the book's order,
+    between markers that ``make readme`` rewrites: a chapter added or changed without
+    ``make readme`` fails here."""
+    import shutil
+    from pathlib import Path
+
+    from hpclab import chapters
+
+    root = Path(__file__).resolve().parents[1]
+    for name in ("README.md", "_toc.yml"):
+        shutil.copy(root / name, tmp_path / name)
+    assert not chapters.write_readme(tmp_path / "README.md"), \
+        "README.md's list of chapters is not the declarations': run make readme"
+    kernels = registry.kernels()
+    text = (root / "README.md").read_text()
+    listed = text.split(chapters.README_BEGIN, 1)[1].split(chapters.README_END, 1)[0]
+    positions = [listed.index(f"**{kernels[s].title}**") for s in chapters.book_order(root)]
+    assert positions == sorted(positions) and len(positions) == len(kernels)
+    assert all(k.teaches for k in kernels.values()), "every chapter says what it teaches"
+    # and the copy does change when a declaration does
+    (tmp_path / "README.md").write_text(text.replace("Hockney models", "something else"))
+    assert chapters.write_readme(tmp_path / "README.md")

@@ -106,30 +106,35 @@ def test_the_cli_names_the_record_it_resolves_to(tmp_path):
 
 def test_measure_asks_each_declared_producer_and_saves_where_it_is_told(tmp_path, monkeypatch):
     """``python -m hpclab inputs <slug> --measure`` (what the grader runs once for a class):
-    each declared input's producer is asked, with the profile, saving into the folder given;
-    the environment is as it was afterwards."""
+    each declared input's producer is asked, with the profile and the folder given (as an
+    argument: the environment is not changed)."""
     import os
 
     monkeypatch.setenv("HPCLAB_RESULTS_DIR", "/elsewhere")
     asked = []
 
     def producer(source):
-        def measurement(profile=None):
-            asked.append((source, profile, os.environ["HPCLAB_RESULTS_DIR"]))
+        def measurement(profile=None, out_dir=None):
+            asked.append((source, profile, str(out_dir), os.environ["HPCLAB_RESULTS_DIR"]))
             return None, f"{source} measured"
         return measurement
 
     monkeypatch.setattr(inputs, "producer", producer)
     lines = inputs.measure("jacobi", "quick", tmp_path)
     assert lines == [f"{s}: {s} measured" for s in registry.get("jacobi").inputs]
-    assert asked == [(s, "quick", str(tmp_path)) for s in registry.get("jacobi").inputs]
+    assert asked == [(s, "quick", str(tmp_path), "/elsewhere")
+                     for s in registry.get("jacobi").inputs]
     assert os.environ["HPCLAB_RESULTS_DIR"] == "/elsewhere"
 
 
 def test_every_declared_producer_gives_its_measurement():
+    import inspect
+
     for slug in registry.chapter_order():
         for source in registry.get(slug).inputs:
             assert callable(inputs.producer(source)), source
+            takes = inspect.signature(inputs.producer(source)).parameters
+            assert {"profile", "engines", "out_dir"} <= set(takes), (source, list(takes))
 
 
 def test_the_cli_measures_nothing_for_a_chapter_without_inputs(tmp_path):

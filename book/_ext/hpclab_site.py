@@ -110,11 +110,9 @@ def needs_table(app, docname, source):
     """Put the table of what each chapter needs where a page has NEEDS_MARKER."""
     if NEEDS_MARKER not in source[0]:
         return
-    from hpclab.chapters import needs_table as table
+    from hpclab.chapters import book_order, needs_table as table
 
-    toc = Path(app.srcdir) / "_toc.yml"
-    order = re.findall(r"file:\s*book/([\w-]+)/index", toc.read_text()) if toc.exists() else []
-    source[0] = source[0].replace(NEEDS_MARKER, table(order))
+    source[0] = source[0].replace(NEEDS_MARKER, table(book_order(app.srcdir)))
 
 
 def build_id(app, config):

@@ -167,7 +167,8 @@ def shared_words(slug: str, source: str) -> str:
 
 def producer(source: str) -> Callable[..., tuple[records.Run, str]]:
     """The function a producing chapter gives its consumers: ``measurement(profile=None,
-    engines=None)`` in its analysis module, which resolves or measures and saves."""
+    engines=None, out_dir=None)`` in its analysis module, which resolves or measures and
+    saves (in ``out_dir``, else the results folder)."""
     from importlib import import_module
 
     analysis = import_module(f"hpclab.chapters.{source}.analysis")
@@ -181,18 +182,8 @@ def measure(slug: str, profile: str | None = None, out_dir: str | Path | None = 
     does this once for a class): a line per input saying where it came from."""
     from hpclab.kernels import registry
 
-    before = os.environ.get("HPCLAB_RESULTS_DIR")
-    if out_dir is not None:  # the producers save where records.results_dir() points
-        os.environ["HPCLAB_RESULTS_DIR"] = str(out_dir)
-    try:
-        return [f"{source}: {producer(source)(profile=profile)[1]}"
-                for source in registry.get(slug).inputs]
-    finally:
-        if out_dir is not None:
-            if before is None:
-                os.environ.pop("HPCLAB_RESULTS_DIR", None)
-            else:
-                os.environ["HPCLAB_RESULTS_DIR"] = before
+    return [f"{source}: {producer(source)(profile=profile, out_dir=out_dir)[1]}"
+            for source in registry.get(slug).inputs]
 
 
 def report(slug: str, out_dir: str | Path | None = None, profile: str | None = None) -> str:

@@ -24,8 +24,8 @@ A chapter's folder holds everything of one chapter:
   :mod:`hpclab.simulate`.
 """
 
-import sys
 from importlib import import_module
+from pathlib import Path
 from types import ModuleType
 
 
@@ -61,23 +61,6 @@ def models() -> dict:
     return out
 
 
-def reexport(here, module):
-    """A module's ``__getattr__`` and ``__dir__`` that add the names of ``module``: what
-    ``hpclab.chapters.<slug>.analysis`` (``here``) gives for its chapter's sweep, so that
-    a page's ``analysis.run`` works, completes and is listed by ``dir``."""
-
-    def __getattr__(name):
-        if name.startswith("__") or not hasattr(module, name):
-            raise AttributeError(f"module {here!r} has no attribute {name!r}", name=name,
-                                 obj=sys.modules[here])
-        return getattr(module, name)
-
-    def __dir__():
-        return sorted(set(vars(sys.modules[here])) | set(dir(module)))
-
-    return __getattr__, __dir__
-
-
 def needs_table(order: list[str] | None = None) -> str:
     """The Markdown table of what each chapter's lab needs (the book's *Getting started*),
     from the declarations: ``lab_needs``, and the chapters whose records help (``inputs``).
@@ -94,3 +77,46 @@ def needs_table(order: list[str] | None = None) -> str:
         needs = k.lab_needs + (f"; {' and '.join(helps)} records help" if helps else "")
         rows.append(f"| {k.title} | {needs} | `labs/{slug}/{slug}.ipynb` |")
     return "\n".join(rows)
+
+
+README_BEGIN = "<!-- the chapters: made from their declarations by `make readme` -->"
+README_END = "<!-- end of the chapters -->"
+
+
+def readme_list(order: list[str] | None = None) -> str:
+    """The README's paragraph of chapters, from the declarations (``title``, ``teaches``),
+    in the book's order (``order``: slugs; the others follow), wrapped at 100 columns."""
+    import textwrap
+
+    from hpclab.kernels import registry
+
+    kernels = registry.kernels()
+    slugs = [s for s in (order or []) if s in kernels]
+    slugs += [s for s in kernels if s not in slugs]
+    items = [f"**{kernels[s].title}** ({kernels[s].teaches})" for s in slugs]
+    text = "Chapters so far: " + ", ".join(items) + "."
+    return textwrap.fill(text, 100, break_long_words=False, break_on_hyphens=False)
+
+
+def book_order(root: str | Path) -> list[str]:
+    """The chapters' slugs in the order of the book's table of contents (``_toc.yml``)."""
+    import re
+
+    toc = Path(root) / "_toc.yml"
+    return re.findall(r"file:\s*book/([\w-]+)/index", toc.read_text()) if toc.exists() else []
+
+
+def write_readme(path: str | Path) -> bool:
+    """Rewrite the README's list of chapters between its markers from the declarations;
+    True when it changed."""
+    path = Path(path)
+    text = path.read_text()
+    if README_BEGIN not in text or README_END not in text:
+        raise ValueError(f"{path} has no {README_BEGIN!r} ... {README_END!r} markers")
+    head, rest = text.split(README_BEGIN, 1)
+    _, tail = rest.split(README_END, 1)
+    new = (head + README_BEGIN + "\n" + readme_list(book_order(path.parent)) + "\n"
+           + README_END + tail)
+    if new != text:
+        path.write_text(new)
+    return new != text

@@ -168,6 +168,9 @@ class Kernel:
         ``{quantity: ReportQuantity}``. A lab's notebook metadata (``hpclab.report``) names
         the variable that holds each; the published clusters' values come from the chapter
         analysis's ``report_references()``.
+    teaches : str
+        What the chapter teaches, in a few words: the README's list of chapters
+        (:func:`hpclab.chapters.readme_list`).
     """
 
     slug: str
@@ -188,6 +191,7 @@ class Kernel:
     inputs: dict = field(default_factory=dict)
     lab_needs: str = ""
     report: dict = field(default_factory=dict)
+    teaches: str = ""
 
     def param(self, name):
         for p in self.params:

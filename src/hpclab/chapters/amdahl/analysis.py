@@ -25,14 +25,25 @@ import pandas as pd
 from hpclab import machine, models, profiles, records, stats as hstats
 
 # the sweep (what every rank runs) is hpclab.chapters.amdahl.sweep; its names (run, tasks,
-# measure...) stay reachable from here for the pages, the labs and the tests
-from hpclab.chapters import reexport
-from hpclab.chapters.amdahl import sweep as _sweep
+# measure...) are imported here for the pages, the labs and the tests
 from hpclab.chapters.amdahl.model import MODEL
-from hpclab.chapters.amdahl.sweep import DISTRIBUTIONS, IMPLS, KERNEL, NAME, SERIAL_PHASES
+from hpclab.chapters.amdahl.sweep import (  # noqa: F401 (the sweep's, for pages and labs)
+    DISTRIBUTIONS,
+    IMPLS,
+    KERNEL,
+    KINDS,
+    NAME,
+    NPROCS,
+    SERIAL_PHASES,
+    check,
+    lab_shape,
+    measure,
+    run,
+    run_mpi,
+    shape_name,
+    tasks,
+)
 from hpclab.chapters.stream.analysis import add_bandwidth as stream_add  # noqa: F401
-
-__getattr__, __dir__ = reexport(__name__, _sweep)
 
 # ----------------------------------------------------------------------------- analysis
 
@@ -358,11 +369,11 @@ CANNOT_SHOW = (("the report's 12-process socket", {"cores": 12}),
                ("a fit of s with spare degrees of freedom", {"cores": 4}))
 
 
-def numbers(run, roof, orfeo_topo, orfeo_ref):
+def numbers(sweep_run, roof, orfeo_topo, orfeo_ref):
     """Every number the chapter's text quotes, computed (name -> value)."""
     from hpclab import stats
 
-    df = records.table(run)
+    df = records.table(sweep_run)
     shape = first_shape(df)
     pmax = int(df[df["kind"] == "strong"]["nprocs"].max())
     s = serial_fraction(df, shape=shape)
@@ -410,7 +421,7 @@ def numbers(run, roof, orfeo_topo, orfeo_ref):
         "dist_growth_words": _growth_words(df, shape, pmax),
         "roof_words": roof_words, "g_words": g_words,
         "shape": shape, "pmax": pmax, "s": s["s"], "s_words": s["words"],
-        "cannot_words": machine.cannot_show(run.meta.get("machine"), CANNOT_SHOW),
+        "cannot_words": machine.cannot_show(sweep_run.meta.get("machine"), CANNOT_SHOW),
         "create_share": one["create"] / one.sum() * 100,
         "add_share": one["add"] / one.sum() * 100,
         "pred_pmax": float(amdahl_speedup(s["s"], pmax)),

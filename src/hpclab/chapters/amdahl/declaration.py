@@ -10,6 +10,8 @@ KERNEL = Kernel(
     slug="amdahl",
     title="Amdahl",
     summary="phases of a matrix addition that rank 0 creates, distributes and collects",
+    teaches=("a program with a serial part, timed phase by phase; the serial fraction measured, "
+             "predicted and fitted; virtual topologies with subarray datatypes; Gustafson"),
     implementations=("c", "cython", "python"),
     params=(
         Param("distribution", "choice", "How rank 0 hands out the blocks: no topology "

@@ -19,15 +19,23 @@ import pandas as pd
 from hpclab import profiles, records, stats
 
 # the sweep (what every rank runs) is hpclab.chapters.jacobi.sweep; its names (run, tasks,
-# measure...) stay reachable from here for the pages, the labs and the tests
-from hpclab.chapters import reexport
-from hpclab.chapters.jacobi import sweep as _sweep
+# measure...) are imported here for the pages, the labs and the tests
 from hpclab.chapters.jacobi.model import HALO_BYTES_PER_FACE_POINT, MODEL  # noqa: F401
-from hpclab.chapters.jacobi.sweep import DECOMPOSITIONS, KERNEL, NAME, grid_of
+from hpclab.chapters.jacobi.sweep import (  # noqa: F401 (the sweep's, for pages and labs)
+    DECOMPOSITIONS,
+    IMPLS,
+    KERNEL,
+    NAME,
+    NPROCS,
+    grid_of,
+    lab_points,
+    measure,
+    run,
+    run_mpi,
+    tasks,
+)
 from hpclab.chapters.pingpong.analysis import hockney_model as pingpong_model  # noqa: F401
 from hpclab.chapters.stream.analysis import add_bandwidth as stream_bandwidth  # noqa: F401
-
-__getattr__, __dir__ = reexport(__name__, _sweep)
 
 BYTES_PER_FACE_POINT = HALO_BYTES_PER_FACE_POINT  # two faces of 8-byte doubles
 
@@ -320,9 +328,9 @@ def _target_words(meta):
     return "The kernel is compiled for the compiler's default target (HPCLAB_MARCH=none)"
 
 
-def numbers(run, lam, bandwidth, pp_source, stream_gbs, stream_source, t5, orfeo_pp):
+def numbers(sweep_run, lam, bandwidth, pp_source, stream_gbs, stream_source, t5, orfeo_pp):
     """Every number the chapter's text quotes, computed (name -> value)."""
-    df = records.table(run)
+    df = records.table(sweep_run)
     pred = predict(df, lam, bandwidth, stream_gbs)
     pmax = int(df["nprocs"].max())
     big = pred[(pred["L"] == pred["L"].max()) & (pred["nprocs"] == pmax)]
@@ -354,8 +362,8 @@ def numbers(run, lam, bandwidth, pp_source, stream_gbs, stream_source, t5, orfeo
     roof = stream_gbs[1] * 1e9 / per / 1e6
     share = float(L1["mlups"]) / roof
     return {
-        "roof_words": roof_words(share, int(L1["L"]), run.meta),
-        "roof_regime": bound_regime_words(df.loc[df["L"] > 0, "L"], run.meta),
+        "roof_words": roof_words(share, int(L1["L"]), sweep_run.meta),
+        "roof_regime": bound_regime_words(df.loc[df["L"] > 0, "L"], sweep_run.meta),
         "grid_words": grid_words,
         "lam_us": lam * 1e6, "B_GBs": bandwidth / 1e9, "pp_source": pp_source,
         "stream_source": stream_source, "stream1": stream_gbs[1],

@@ -8,6 +8,8 @@ KERNEL = Kernel(
     slug="jacobi",
     title="Jacobi",
     summary="time per Jacobi sweep of a 3D grid, split into compute and halo exchange",
+    teaches=("a 3D halo exchange, slabs, pencils and cubes, the model of report 001 predicted from "
+             "PingPong and STREAM before it is measured"),
     implementations=("c", "cython", "python"),
     params=(
         Param("decomposition", "choice", "The process grid: slabs (P x 1 x 1), pencils "

@@ -16,13 +16,20 @@ import pandas as pd
 from hpclab import models, profiles, records, stats as hstats
 
 # the sweep (what every rank runs) is hpclab.chapters.pingpong.sweep; its names (run, tasks,
-# measure...) stay reachable from here for the pages, the labs and the tests
-from hpclab.chapters import reexport
-from hpclab.chapters.pingpong import sweep as _sweep
-from hpclab.chapters.pingpong.sweep import IMPLS, METRIC, NAME, run
-
-__getattr__, __dir__ = reexport(__name__, _sweep)
-
+# measure...) are imported here for the pages, the labs and the tests
+from hpclab.chapters.pingpong.sweep import (  # noqa: F401 (the sweep's, for pages and labs)
+    IMPLS,
+    KERNEL,
+    METRIC,
+    MIN_PROCS,
+    NAME,
+    NPROCS,
+    UNIT,
+    measure,
+    run,
+    run_mpi,
+    tasks,
+)
 
 # ----------------------------------------------------------------------------- analysis
 QUICK_BIG_BYTES = 1 << 20   # the quick profile's "large" message: in the cache, for speed
@@ -436,13 +443,14 @@ def _has_c(run_):
     return None if (t["impl"] == "c").any() else "no records of the C kernel"
 
 
-def measurement(profile=None, engines=None):
+def measurement(profile=None, engines=None, out_dir=None):
     """(run, where it came from): the PingPong run this machine's other chapters take
     (:func:`hpclab.inputs.measured`: saved here, of this host and MPI library, not
     simulated, of this book build when one is under way), else one measured now and saved,
     so that the next page or lab takes the same: in a book build the whole experiment (the
     PingPong page shows it), elsewhere the C kernel alone (quick profile unless one is
-    given), which is all another chapter takes."""
+    given), which is all another chapter takes. ``out_dir``: the results folder (default:
+    :func:`hpclab.records.results_dir`)."""
     from hpclab import inputs
 
     if inputs.build_id():
@@ -452,7 +460,7 @@ def measurement(profile=None, engines=None):
         def measure():
             return run(profile=profile or "quick", impls=("c",), engines=engines,
                        progress=False)
-    return inputs.measured(NAME, measure, profile=profile, accept=_has_c)
+    return inputs.measured(NAME, measure, profile=profile, out_dir=out_dir, accept=_has_c)
 
 
 def hockney_model(profile=None, engines=None):

@@ -7,6 +7,7 @@ KERNEL = Kernel(
     slug="pingpong",
     title="PingPong",
     summary="one-way time of a message between ranks 0 and 1",
+    teaches="latency and bandwidth, Hockney models",
     implementations=("c", "cython", "python", "pickle"),
     params=(
         Param("nbytes", "int", "Message size in bytes.", low=0, high=INT_MAX,

@@ -20,15 +20,27 @@ import pandas as pd
 from hpclab import machine, models, profiles, records, stats
 
 # the sweep (what every rank runs) is hpclab.chapters.poisson.sweep; its names (run, tasks,
-# measure...) stay reachable from here for the pages, the labs and the tests
-from hpclab.chapters import reexport
+# measure...) are imported here for the pages, the labs and the tests
 from hpclab.chapters.pingpong.analysis import hockney_model as pingpong_model  # noqa: F401
-from hpclab.chapters.poisson import sweep as _sweep
 from hpclab.chapters.poisson.model import MODEL
-from hpclab.chapters.poisson.sweep import BYTES, BYTES_WA, IMPL_NAMES, IMPLS, MIB, NAME
+from hpclab.chapters.poisson.sweep import (  # noqa: F401 (the sweep's, for pages and labs)
+    BYTES,
+    BYTES_WA,
+    GIB,
+    IMPL_NAMES,
+    IMPLS,
+    KERNEL,
+    MIB,
+    NAME,
+    NPROCS,
+    lab_n,
+    measure,
+    run,
+    run_mpi,
+    solution,
+    tasks,
+)
 from hpclab.chapters.stream.analysis import add_bandwidth as stream_bandwidth  # noqa: F401
-
-__getattr__, __dir__ = reexport(__name__, _sweep)
 
 # ----------------------------------------------------------------------------- analysis
 
@@ -407,10 +419,10 @@ CANNOT_SHOW = (("the network between nodes", {"nodes": 2}),
                ("scaling to 48 ranks", {"cores": 48}))
 
 
-def numbers(run, t31, hist, machines, lam, bandwidth, pp_source, stream_gbs, stream_source,
+def numbers(sweep_run, t31, hist, machines, lam, bandwidth, pp_source, stream_gbs, stream_source,
             reference_scaling=None):
     """Every number the chapter's text quotes, computed (name -> value)."""
-    df = records.table(run)
+    df = records.table(sweep_run)
     conv = convergence_table(df, t31)
     o = orders(conv)
     w = wide(df)
@@ -446,7 +458,7 @@ def numbers(run, t31, hist, machines, lam, bandwidth, pp_source, stream_gbs, str
                      "iterations and error")
     return {
         "pmax": pmax, "t31_words": t31_words,
-        "cannot_words": machine.cannot_show(run.meta.get("machine"), CANNOT_SHOW),
+        "cannot_words": machine.cannot_show(sweep_run.meta.get("machine"), CANNOT_SHOW),
         "same_iters": ("the same on every rank count measured" if same_iters else
                        "not the same on every rank count (see the table)"),
         "p": o["p"], "q": o["q"],

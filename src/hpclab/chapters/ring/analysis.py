@@ -20,15 +20,25 @@ import pandas as pd
 from hpclab import machine, models, profiles, records, tables
 
 # the sweep (what every rank runs) is hpclab.chapters.ring.sweep; its names (run, tasks,
-# measure...) stay reachable from here for the pages, the labs and the tests
-from hpclab.chapters import reexport
-from hpclab.chapters.ring import sweep as _sweep
+# measure...) are imported here for the pages, the labs and the tests
 from hpclab.chapters.ring.model import MODEL
-from hpclab.chapters.ring.sweep import METRIC, NAME
+from hpclab.chapters.ring.sweep import (  # noqa: F401 (the sweep's, for pages and labs)
+    IMPLS,
+    KERNEL,
+    METRIC,
+    MIN_PROCS,
+    NAME,
+    NPROCS,
+    UNIT,
+    VARIANTS,
+    check,
+    measure,
+    run,
+    run_mpi,
+    tasks,
+)
 from hpclab.plots import MIN_PT, PALETTE, _ax, _styled
 from hpclab.sweeps import on_engines
-
-__getattr__, __dir__ = reexport(__name__, _sweep)
 
 # ----------------------------------------------------------------------------- analysis
 

@@ -10,6 +10,7 @@ KERNEL = Kernel(
     slug="ring",
     title="Ring",
     summary="time of one full ring of two messages around P ranks",
+    teaches="blocking and non-blocking communication, a deadlock kept safe, `T = λ·P`",
     implementations=("c", "cython", "python"),
     params=(
         Param("variant", "choice", "How one step exchanges its two messages.",

@@ -23,13 +23,23 @@ import pandas as pd
 from hpclab import launch, models, profiles, records
 
 # the sweep (what every rank runs) is hpclab.chapters.stream.sweep; its names (run, tasks,
-# measure...) stay reachable from here for the pages, the labs and the tests
-from hpclab.chapters import reexport
-from hpclab.chapters.stream import sweep as _sweep
-from hpclab.chapters.stream.sweep import METRIC, NAME, run
-
-__getattr__, __dir__ = reexport(__name__, _sweep)
-
+# measure...) are imported here for the pages, the labs and the tests
+from hpclab.chapters.stream.sweep import (  # noqa: F401 (the sweep's, for pages and labs)
+    IMPLS,
+    KERNEL,
+    METRIC,
+    MIN_PROCS,
+    NAME,
+    NPROCS,
+    UNIT,
+    array_elements,
+    measure,
+    numa_pairs,
+    run,
+    run_mpi,
+    run_threads,
+    tasks,
+)
 
 # ----------------------------------------------------------------------------- analysis
 
@@ -346,16 +356,17 @@ def _has_close_add(run_):
     return None if not _close_add(run_).empty else "no C add runs with close binding"
 
 
-def measurement(profile=None, engines=None):
+def measurement(profile=None, engines=None, out_dir=None):
     """(run, where it came from): the STREAM run this machine's other chapters take
     (:func:`hpclab.inputs.measured`: saved here, of this host and MPI library, not
     simulated, of this book build when one is under way), else the whole experiment
-    measured now and saved, so that the next page takes the same."""
+    measured now and saved, so that the next page takes the same. ``out_dir``: the results
+    folder (default: :func:`hpclab.records.results_dir`)."""
     from hpclab import inputs
 
     return inputs.measured(
         NAME, lambda: run(profile=profile, engines=engines, progress=False), profile=profile,
-        accept=_has_close_add)
+        out_dir=out_dir, accept=_has_close_add)
 
 
 def add_bandwidth(profile=None, procs=None):

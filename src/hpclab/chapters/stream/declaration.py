@@ -8,6 +8,9 @@ KERNEL = Kernel(
     slug="stream",
     title="STREAM",
     summary="memory bandwidth of copy, scale, add and triad with OpenMP threads",
+    teaches=("memory bandwidth, threads and binding, the roofline, close and distant memory: "
+             "measured when the machine has more than one NUMA node and `numactl` is installed, "
+             "otherwise shown from published data"),
     implementations=("c", "cython"),
     params=(
         Param("n", "int", "Elements (doubles) per array; default: STREAM's minimum here "
