@@ -90,7 +90,8 @@ def pytest_sessionfinish(session, exitstatus):
                 if not (leftovers.parent(pid) == os.getpid()
                         and cmd.split(" ", 1)[0].rsplit("/", 1)[-1] in ("orted", "prted"))]
 
-    left = leftovers.wait_gone_matching(left_over, seconds=30)
+    left = leftovers.wait_gone_matching(
+        left_over, seconds=float(os.environ.get("HPCLAB_LEFTOVER_WAIT", "30")))
     leftovers.kill(left)
     if left:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
