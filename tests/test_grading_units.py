@@ -318,3 +318,48 @@ def test_the_class_report_takes_its_quantities_and_clusters_from_the_chapters():
     figures = report._machines_figures(values, refs)
     chapters = {slug for slug, _ in known.values()}
     assert len(figures) == len(chapters) and all(f.startswith("<img") for f in figures)
+
+
+def test_feedback_is_written_in_disjoint_groups_and_a_failed_group_one_by_one(tmp_path):
+    """The class's feedback pages: one nbgrader step per worker, each naming every other
+    student of the course in student_id_exclude (so no page is written twice, and a student
+    not graded this run is left alone); a group that fails is written again student by
+    student, and the student whose page could not be written is named."""
+    import threading
+    from types import SimpleNamespace
+
+    students = ["ann", "bob", "cid", "dee", "eve"]
+    for s in students + ["old"]:  # "old": graded in an earlier run, not this one
+        (tmp_path / "autograded" / s / "lab").mkdir(parents=True)
+    calls, lock_ = [], threading.Lock()
+
+    def step(pool, kind, lab, student=None, options=(), env=None):
+        excluded = next((o.split("=", 1)[1].split(",") for o in options
+                         if o.startswith("--CourseDirectory.student_id_exclude=")), [])
+        chosen = [s for s in students + ["old"]
+                  if (student in ("*", s)) and s not in excluded]
+        with lock_:
+            calls.append(chosen)
+        ok = "cid" not in chosen  # cid's page cannot be written
+        for s in chosen if ok or len(chosen) > 1 else []:
+            if s != "cid":
+                page = tmp_path / "feedback" / s / "lab" / "lab.html"
+                page.parent.mkdir(parents=True, exist_ok=True)
+                page.write_text("<p>feedback</p>")
+        return subprocess.CompletedProcess([kind], 0 if ok else 1, f"log of {chosen}")
+
+    lab = object.__new__(grade._Lab)
+    lab.name, lab.notebook, lab.secret = "lab", "lab.ipynb", []
+    lab.workdir, lab.scratch = tmp_path, tmp_path / "scratch"
+    lab.pool = SimpleNamespace(jobs=2)
+    lab.course = SimpleNamespace(step=step)
+    entries = {s: {"reason": ""} for s in students}
+    failures = []
+    lab._feedback(students, entries, failures)
+    groups = calls[:2]
+    assert sorted(sum(groups, [])) == students and not set(groups[0]) & set(groups[1])
+    assert ["cid"] in calls[2:], "the failed group is written again student by student"
+    assert all(c != ["old"] and "old" not in c for c in calls), "old's page was rewritten"
+    assert [f[0] for f in failures] == ["cid"] and "feedback could not be written" in \
+        entries["cid"]["reason"]
+    assert all(not entries[s]["reason"] for s in students if s != "cid")

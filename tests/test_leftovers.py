@@ -31,10 +31,14 @@ def test_a_process_left_running_fails_the_run_is_named_and_killed(tmp_path):
                         "--basetemp", str(tmp_path / "base"), str(tmp_path / "test_leak.py")],
                        capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     pid = int((tmp_path / "leaked.pid").read_text())
-    gone = not leftovers.wait_gone_matching(
-        lambda: [(p, c) for p, c in [(pid, "sleep")] if Path(f"/proc/{p}").exists()
-                 and "Z" not in Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1][:3]],
-        seconds=10)
+    def alive():
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):  # gone (or reaped while read)
+            return []
+        return [] if state in ("Z", "X") else [(pid, "sleep")]
+
+    gone = not leftovers.wait_gone_matching(alive, seconds=10)
     if not gone:
         leftovers.kill([(pid, "sleep")])
     assert "1 passed" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]

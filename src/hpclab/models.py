@@ -1,7 +1,8 @@
 """Performance models and least-squares fits with uncertainties.
 
 A :class:`Model` is a function of one variable with named parameters; :func:`fit`
-fits it with :func:`scipy.optimize.curve_fit` and returns a :class:`Fit`
+fits it with :func:`scipy.optimize.curve_fit` (Hockney's, a straight line in λ and 1/B, in
+closed form when its optimum lies in the domain) and returns a :class:`Fit`
 holding the estimates, their standard errors, 95% confidence intervals (Student
 t with n - p degrees of freedom), the residuals and R². Times spanning decades
 (a ping-pong from 0 B to 4 MiB) are best fitted with ``sigma="relative"``, which
