@@ -31,6 +31,15 @@ def interval_ends_swapped(answer):
                  "worst_ratio, worst_high, worst_low = "))
 
 
+def interval_typed_in(answer):
+    """The furthest term's interval typed in (an interval that holds 1) instead of the one the
+    helper gives, in the answer cell ``answer``."""
+    return case("the interval typed in, not the helper's", "test_worst_verdict", "not typed in",
+                (answer, "if not np.isfinite([worst_low, worst_high]).all():",
+                 "worst_low, worst_high = 0.5, 2.0\n"
+                 "if not np.isfinite([worst_low, worst_high]).all():"))
+
+
 def labs():
     """{lab: its wrong answers} for every lab with a module here."""
     return {p.stem: importlib.import_module(f"wrong_answers.{p.stem}").WRONG

@@ -1,5 +1,10 @@
 """The Amdahl lab's common wrong answers (see tests/wrong_answers/__init__.py)."""
-from wrong_answers import case, interval_ends_swapped, interval_upside_down
+from wrong_answers import (
+    case,
+    interval_ends_swapped,
+    interval_typed_in,
+    interval_upside_down,
+)
 
 # the solution's (a): scatter, add, gather
 COLLECTIVES = """    comm.Scatterv(send(A), a, root=0)
@@ -112,4 +117,5 @@ WRONG = [
           'float(_t1 * (sim_s1 + (1 - sim_s1) / 12) - sim_phases.loc[12, "total [ms]"])')),
     interval_upside_down("which_term"),
     interval_ends_swapped("which_term"),
+    interval_typed_in("which_term"),
 ]

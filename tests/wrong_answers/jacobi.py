@@ -1,5 +1,10 @@
 """The Jacobi lab's common wrong answers (see tests/wrong_answers/__init__.py)."""
-from wrong_answers import case, interval_ends_swapped, interval_upside_down
+from wrong_answers import (
+    case,
+    interval_ends_swapped,
+    interval_typed_in,
+    interval_upside_down,
+)
 
 WRONG = [
     case("one halo plane per rank: only the lower neighbour's", "test_exchange_slab",
@@ -52,4 +57,5 @@ WRONG = [
          ("simulated", '_Ts = _t.loc[1] * 1e-3', '_Ts = _t.loc[1]')),
     interval_upside_down("which_term"),
     interval_ends_swapped("which_term"),
+    interval_typed_in("which_term"),
 ]

@@ -1,10 +1,20 @@
 """The Poisson lab's common wrong answers (see tests/wrong_answers/__init__.py)."""
-from wrong_answers import case, interval_ends_swapped, interval_upside_down
+from wrong_answers import (
+    case,
+    interval_ends_swapped,
+    interval_typed_in,
+    interval_upside_down,
+)
 
 WRONG = [
     case("the dot product of a rank's own rows", "test_cg", "own rows only",
          ("cg", "return comm.allreduce(float(np.vdot(a[1:-1, 1:-1], b[1:-1, 1:-1])), op=MPI.SUM)",
           "return float(np.vdot(a[1:-1, 1:-1], b[1:-1, 1:-1]))")),
+    case("the dot product reduced to rank 0 only", "test_cg", "comm.reduce leaves None",
+         ("cg", "return comm.allreduce(float(np.vdot(a[1:-1, 1:-1], b[1:-1, 1:-1])), op=MPI.SUM)",
+          "return comm.reduce(float(np.vdot(a[1:-1, 1:-1], b[1:-1, 1:-1])), op=MPI.SUM)")),
+    case("CG returning the interior of x only", "test_cg", "return the whole local array",
+         ("cg", "    return x, k\n", "    return x[1:-1, 1:-1], k\n")),
     case("the dot product with the halo rows", "test_cg", "counts the halo rows",
          ("cg", "float(np.vdot(a[1:-1, 1:-1], b[1:-1, 1:-1]))",
           "float(np.vdot(a[:, 1:-1], b[:, 1:-1]))")),
@@ -30,6 +40,9 @@ WRONG = [
     case("one halo row each way", "test_predict", "two halo rows",
          ("predict", "halo = 2 * (lam + 8 * (N + 2) / B) if P > 1 else 0.0",
           "halo = (lam + 8 * (N + 2) / B) if P > 1 else 0.0")),
+    case("a halo row of N values", "test_predict", "a halo row is N + 2 values",
+         ("predict", "halo = 2 * (lam + 8 * (N + 2) / B) if P > 1 else 0.0",
+          "halo = 2 * (lam + 8 * N / B) if P > 1 else 0.0")),
     case("the prediction over the measurement", "test_which_part", "measured over predicted",
          ("which_part", "float(_m.sum() / pred[P_top])", "float(pred[P_top] / _m.sum())")),
     case("the product alone as the memory traffic", "test_which_part", "updates move memory",
@@ -45,4 +58,5 @@ WRONG = [
          ("order", "stats.t.ppf(0.975, len(Ns) - 2)", "stats.t.ppf(0.975, len(Ns) - 1)")),
     interval_upside_down("which_part"),
     interval_ends_swapped("which_part"),
+    interval_typed_in("which_part"),
 ]

@@ -443,12 +443,15 @@ def simulated_words(table, L, spec):
                                            "the rest of the sweep"))
         lines.append(f"At P = {p_top}: {simulate.placement_words(spec, p_top)}.")
         compute = both("compute [ms]")
-        lines.append(f"The arithmetic alone (the compute column) takes "
-                     f"{compute[1] / compute[0]:.2f} times as long at P = {p_top} as on one "
-                     "rank, though every rank updates the same L³ points: each rank's updates "
-                     "are timed on this machine, one rank after another, and a sweep waits for "
-                     f"the slowest of the {p_top}, so this part follows this machine's noise "
-                     "and changes from one run to the next.")
+        grew = compute[1] / compute[0]
+        lines.append(f"The arithmetic alone (the compute column, the slowest rank's) takes "
+                     f"{grew:.2f} times as long at P = {p_top} as on one rank, though every rank "
+                     "updates the same L³ points." + (
+                         " Two things in how it is simulated can make it grow, and this table "
+                         "does not tell them apart: the ranks' updates are timed on this "
+                         "machine one rank after another, with the other ranks' arrays passing "
+                         "through the cache in between, and a sweep waits for the slowest of "
+                         f"the {p_top}." if grew > 1 else ""))
     inside = table[(table["P"] > 1) & (table["P"] <= per_node)]
     if len(inside):
         lines.append(f"Within one node the slow-down is {inside['slow-down'].min():.2f} to "

@@ -29,7 +29,12 @@ def _parts_on_rank(dot, apply_A, cg, nprocs, n, seed, tol):
         b = b_all[first:first + rows + 2].copy()
         a[0], a[-1], b[0], b[-1] = 1e3, 1e3, 1e3, 1e3  # halo rows hold stale values
         out = {"rank": rank, "dot": None, "q": None, "x": None, "k": None}
-        out["dot"] = float(dot(cart, a, b))
+        try:  # a dot product that is not a number on some rank stops every rank here
+            out["dot"] = float(dot(cart, a, b))
+        except Exception as exc:  # noqa: BLE001 - the student's error, reported below
+            out["dot_error"] = f"{type(exc).__name__}: {exc}"[:300]
+        if cart.allreduce(int("dot_error" in out), op=MPI.MAX):
+            return out
         p = a.copy()
         p[0] = p[-1] = np.nan  # halo rows the product must fill (or leave, at the ends)
         if rank == 0:
@@ -44,6 +49,7 @@ def _parts_on_rank(dot, apply_A, cg, nprocs, n, seed, tol):
         out["first"] = first
         try:  # a wrong product or dot product makes CG fail: that is said first
             x, k = cg(cart, rhs, dot, apply_A, tol=tol, maxiter=10 * n + 100)
+            out["x_shape"], out["x_want"] = np.shape(x), rhs.shape
             out["x"], out["k"] = np.asarray(x, dtype=float)[1:-1, 1:-1].copy(), int(k)
         except Exception as exc:  # noqa: BLE001 - the student's error, reported below
             import traceback
@@ -77,6 +83,12 @@ def poisson_check(engines, dot, apply_A, cg, nprocs, n=24, seed=0, timeout=60):
         out["deadlocked"] = True
         return out
     per_rank.sort(key=lambda r: r["rank"])
+    broken = next((r for r in per_rank if r.get("dot_error")), None)
+    if broken is not None:
+        out["dot"] = (f"on rank {broken['rank']} your dot product did not give a number "
+                      f"({broken['dot_error']}): every rank needs the sum, so add the ranks' "
+                      "parts with comm.allreduce (comm.reduce leaves None on all but the root)")
+        return out
     rng = np.random.default_rng(seed)
     a_all, b_all = rng.standard_normal((2, n + 2, n + 2))
     for x in (a_all, b_all):
@@ -120,6 +132,14 @@ def poisson_check(engines, dot, apply_A, cg, nprocs, n=24, seed=0, timeout=60):
         out["cg"] = (f"cg raised on rank {failed['rank']}: {failed['cg_error']} (at the line "
                      f"`{failed['cg_line']}`)")
         return out
+    shaped = next((r for r in per_rank if tuple(r["x_shape"]) != tuple(r["x_want"])), None)
+    if shaped is not None:
+        rows, cols = shaped["x_want"]
+        out["cg"] = (f"cg returned x of shape {tuple(shaped['x_shape'])} on rank "
+                     f"{shaped['rank']}: return the whole local array, like b, {rows} x {cols} "
+                     "there (your rows with the halo row above and below, and the boundary "
+                     "columns)")
+        return out
     ks = {r["k"] for r in per_rank}
     out["iterations"], out["reference_iterations"] = sorted(ks), k_ref
     x = np.concatenate([r["x"] for r in per_rank])
@@ -129,10 +149,13 @@ def poisson_check(engines, dot, apply_A, cg, nprocs, n=24, seed=0, timeout=60):
         out["cg"] = (f"CG took {out['iterations'][0]} iterations, the reference {k_ref}: stop "
                      "when ||r|| <= tol * ||r0||, relative to the first residual, with norms "
                      "from your global dot product")
-    elif x.shape != x_ref.shape or not np.allclose(x, x_ref, rtol=0, atol=1e-8):
+    elif x.shape != x_ref.shape:
+        out["cg"] = (f"cg's solution, put together from the ranks' interiors, has shape "
+                     f"{x.shape}, the mesh's interior {x_ref.shape}")
+    elif not np.allclose(x, x_ref, rtol=0, atol=1e-8):
         out["cg"] = (f"CG stopped after {out['iterations'][0]} iterations (the reference "
                      f"{k_ref}) but its solution differs from the reference's by up to "
-                     f"{float(np.max(np.abs(x - x_ref))) if x.shape == x_ref.shape else '?'}: "
+                     f"{float(np.max(np.abs(x - x_ref))):.3g}: "
                      "stop when ||r|| <= tol * ||r0||, relative to the first residual, and "
                      "check the updates of x, r and p")
     return out
