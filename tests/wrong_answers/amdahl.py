@@ -42,6 +42,18 @@ WRONG = [
             comm.Recv(C[ro:ro + rn], source=r, tag=3)
     else:
         comm.Send(c, dest=0, tag=3)""")),
+    case("boxes sent as contiguous copies, without a datatype", "test_cartesian_add",
+         "no send or receive was given a derived datatype",
+         ("cartesian_add", """            cart.Send([A, 1, t], dest=r, tag=1)
+            cart.Send([B, 1, t], dest=r, tag=2)""",
+          """            part = tuple(slice(o, o + n) for o, n in zip(*box(r)))
+            cart.Send(np.ascontiguousarray(A[part]), dest=r, tag=1)
+            cart.Send(np.ascontiguousarray(B[part]), dest=r, tag=2)"""),
+         ("cartesian_add", """            cart.Recv([C, 1, t], source=r, tag=3)""",
+          """            part = tuple(slice(o, o + n) for o, n in zip(*box(r)))
+            got = np.empty(box(r)[1])
+            cart.Recv(got, source=r, tag=3)
+            C[part] = got""")),
     case("a box sent plane by plane", "test_cartesian_add", "one message",
          ("cartesian_add", """            t = block_type(r)
             cart.Send([A, 1, t], dest=r, tag=1)

@@ -49,9 +49,22 @@ def timed_ranks(engines, nprocs):
     return int(nprocs)
 
 
+DERIVED = "derived datatype"  # CountingComm's count of calls given a derived datatype
+
+
+def _derived(arg):
+    """True when ``arg`` is a buffer spec ([buf, count, datatype], ...) whose datatype is a
+    derived one (a subarray, a vector...), not a predefined MPI type."""
+    from mpi4py import MPI
+
+    return isinstance(arg, (list, tuple)) and any(
+        isinstance(x, MPI.Datatype) and not x.is_predefined for x in arg)
+
+
 class CountingComm:
     """A communicator that counts the calls made on it and on the communicators made from it
-    (``Create_cart``, ``Dup``, ...): every attribute is the real communicator's."""
+    (``Create_cart``, ``Dup``, ...): every attribute is the real communicator's. The calls
+    given a buffer described by a derived datatype are counted under :data:`DERIVED` too."""
 
     def __init__(self, comm, calls):
         self._comm, self._calls = comm, calls
@@ -65,6 +78,8 @@ class CountingComm:
             from mpi4py import MPI
 
             self._calls[name] = self._calls.get(name, 0) + 1
+            if any(_derived(a) for a in (*args, *kwargs.values())):
+                self._calls[DERIVED] = self._calls.get(DERIVED, 0) + 1
             out = attr(*args, **kwargs)
             return CountingComm(out, self._calls) if isinstance(out, MPI.Comm) else out
 
