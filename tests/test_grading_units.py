@@ -124,19 +124,48 @@ def test_a_dead_worker_fails_its_runs_and_is_replaced(monkeypatch):
         workers.stop()
 
 
+def _in_a_worker(code):
+    """``code`` run in a new process after a grading worker's start (worker.init)."""
+    head = "import sys; sys.path.insert(0, sys.argv[1]); import worker\nworker.init()\n"
+    r = subprocess.run([sys.executable, "-c", head + code, str(ROOT / "autograder")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
 def test_a_worker_keeps_nbgraders_database_warnings_out_of_the_instructors_output():
     """nbgrader warns through SQLAlchemy on every submission it grades in-process; the
     instructor reads one line per submission, not those."""
-    code = ("import sys, warnings; sys.path.insert(0, sys.argv[1]); import worker\n"
-            "worker.init()\n"
-            "from sqlalchemy.exc import SAWarning\n"
-            "warnings.warn('Object of type <SubmittedNotebook> not in session', SAWarning)\n"
-            "warnings.warn('a warning of another kind', UserWarning)\n")
-    r = subprocess.run([sys.executable, "-c", code, str(ROOT / "autograder")],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
+    r = _in_a_worker("import warnings\n"
+                     "from sqlalchemy.exc import SAWarning\n"
+                     "warnings.warn('Object of type <SubmittedNotebook> not in session', "
+                     "SAWarning)\n"
+                     "warnings.warn('a warning of another kind', UserWarning)\n")
     assert "not in session" not in r.stderr
     assert "a warning of another kind" in r.stderr
+
+
+def test_a_worker_checks_nbgraders_cell_schema_once_and_still_rejects_bad_metadata():
+    """nbgrader checks the schema of its cell metadata on every cell it validates; a worker
+    checks it once, and a cell whose metadata breaks the schema is still refused with the
+    error nbgrader would have raised."""
+    r = _in_a_worker("import jsonschema\n"
+                     "from nbformat.v4 import new_code_cell\n"
+                     "from nbgrader.nbgraderformat import common, v3\n"
+                     "assert common.jsonschema is not jsonschema\n"
+                     "meta = {'grade': True, 'solution': False, 'locked': True, 'points': 2,\n"
+                     "        'grade_id': 'ok', 'schema_version': 3}\n"
+                     "v = v3.MetadataValidatorV3()\n"
+                     "for points in (2, 2, 2, 'x'):\n"
+                     "    meta['points'] = points\n"
+                     "    cell = new_code_cell('', metadata={'nbgrader': dict(meta)})\n"
+                     "    try:\n"
+                     "        v.validate_cell(cell)\n"
+                     "    except jsonschema.ValidationError as exc:\n"
+                     "        print('refused:', exc.message)\n"
+                     "print('schemas checked:', len(common.jsonschema._validators))\n")
+    assert r.stdout.splitlines() == ["refused: 'x' is not of type 'number'",
+                                     "schemas checked: 1"]
 
 
 def _kernel(tmp_path, code):
