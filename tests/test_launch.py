@@ -216,6 +216,34 @@ def test_remote_errors_keep_their_type_and_rank(engines):
     assert len(engines.run(_ranks)) == 2
 
 
+def _raise_on_one_while_zero_waits():
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    if comm.Get_rank() == 1:
+        raise IndexError("rank one's own mistake")  # before the message rank 0 waits for
+    return comm.recv(source=1)
+
+
+def test_an_error_on_one_rank_is_raised_at_once_not_as_the_others_deadlock():
+    """Rank 1 raises before sending what rank 0 waits for: its error (type, rank, line) comes
+    back after the grace, naming the rank left waiting, instead of a deadlock at the call's
+    timeout; the next call runs on fresh engines."""
+    from hpclab import engines as engines_module
+
+    with launch.cluster(n=2, timeout=60, what="grace test") as eng:
+        engine_pids = [p for _, _, p in eng.run(_ranks)]
+        with pytest.raises(IndexError) as info:
+            eng.run(_raise_on_one_while_zero_waits, timeout=600, what="the exercise")
+        text = str(info.value)
+        assert "the exercise failed on rank 1: IndexError: rank one's own mistake" in text
+        assert "rank 0 was still waiting" in text
+        assert "raise IndexError" in text
+        assert engines_module.RAISED_GRACE < 600
+        assert not wait_dead(engine_pids), "the waiting engines were not stopped"
+        assert [(r, s) for r, s, _ in eng.run(_ranks)] == [(0, 2), (1, 2)]
+
+
 def test_starting_named_engines_again_replaces_the_first_set():
     """A notebook's engine cell run twice leaves one set of engines, not two."""
     first = launch.cluster(n=2, timeout=60, what="twice-run lab").start()

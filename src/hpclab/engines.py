@@ -38,6 +38,8 @@ from hpclab.ranks import (
 )
 
 START_TIMEOUT = 90.0
+# seconds the other engines get to finish once one has raised (see Engines.run)
+RAISED_GRACE = 3.0
 # The controller counts an engine registered at its first answered heartbeat, about 1.5
 # periods after it connects: at ipyparallel's 3 s period, 5 s of every start. A 0.5 s period
 # starts engines in under 3 s; 60 misses keep the 30 s of silence (a machine too loaded to
@@ -63,15 +65,19 @@ _REMOTE_TYPES = {"ValueError": ValueError, "TypeError": TypeError, "MemoryError"
                  "NotImplementedError": NotImplementedError}
 
 
-def _remote_exception(exc, what):
-    """Turn an ipyparallel remote error into an exception of the original type."""
+def _remote_exception(exc, what, note=""):
+    """Turn an ipyparallel remote error into an exception of the original type (``note``:
+    a sentence after the error)."""
     from hpclab.kernels import KernelError
 
     errors = getattr(exc, "elist", None) or [(exc.ename, exc.evalue, exc.traceback,
                                               getattr(exc, "engine_info", {}))]
     ename, evalue, tb, info = errors[0]
+    evalue = _mpi_error_in_words(str(evalue))
     rank = (info or {}).get("engine_id", "?")
     message = f"{what} failed on rank {rank}: {ename}: {evalue}"
+    if note:
+        message += f" ({note})"
     if ename == "KernelError":
         return KernelError(message)
     where = remote_frames(tb)
@@ -81,9 +87,30 @@ def _remote_exception(exc, what):
     return kind(message) if kind is not None else RuntimeError(message)
 
 
+# what an MPI error class means in a student's code (MPICH and Open MPI name them so)
+_MPI_HINTS = {
+    "Message truncated": "a receive buffer smaller than the message sent into it: size each "
+                         "receive buffer for what its sender sends, counted in elements",
+    "MPI_ERR_TRUNCATE": "a receive buffer smaller than the message sent into it: size each "
+                        "receive buffer for what its sender sends, counted in elements",
+}
+
+
+def _mpi_error_in_words(evalue):
+    """An MPI library's error with its internal call stack cut (MPICH prints one line per
+    internal function) and, for the common ones, what it means in the caller's code."""
+    first = evalue.split(", error stack:", 1)[0].strip()
+    hint = next((h for mark, h in _MPI_HINTS.items() if mark in first), None)
+    if hint is None and first == evalue.strip():
+        return evalue
+    return first + (f" ({hint})" if hint else " (the MPI library's own call stack is cut)")
+
+
 _FRAME = re.compile(r"^File (?P<file>.+?):(?P<line>\d+)(?:, in (?P<func>[^(\n]+))?", re.MULTILINE)
 _INTERNAL = ("ipyparallel", "<string>", "site-packages", "hpclab/launch.py",
-             "hpclab/engines.py", "hpclab/mpirun.py", "hpclab/ranks.py")
+             "hpclab/engines.py", "hpclab/mpirun.py", "hpclab/ranks.py",
+             # the labs' harnesses that call the student's code, and mpi4py's sources
+             "hpclab/exercises/", "hpclab/chapters/", "mpi4py/MPI.src/")
 
 
 def remote_frames(tb):
@@ -418,7 +445,9 @@ class Engines:
             The call did not finish within ``timeout`` seconds; the engines were
             killed, and fresh ones start with the next call.
         hpclab.kernels.KernelError, ValueError, ...
-            Re-raised from the lowest-numbered failing engine, with its rank.
+            Re-raised from the lowest-numbered failing engine, with its rank; when one
+            engine raised while the others still ran (waiting for it), from that one, after
+            RAISED_GRACE seconds, the engines stopped.
         """
         import ipyparallel as ipp
 
@@ -431,6 +460,7 @@ class Engines:
         what = what or getattr(func, "__name__", "the call")
         ar = self.view.apply_async(func, *args, **kwargs)
         try:
+            self._stop_when_one_raised(ar, timeout, what)
             results = ar.get(timeout=timeout)
         except ipp.error.TimeoutError:
             self._kill_engines()
@@ -450,6 +480,35 @@ class Engines:
             raise _remote_exception(exc, what) from None
         order = sorted(range(len(results)), key=lambda i: ar.engine_id[i])
         return [results[i] for i in order]
+
+
+    def _stop_when_one_raised(self, ar: Any, timeout: float, what: Any) -> None:
+        """Wait for ``ar`` up to ``timeout``, and when an engine raises while others still
+        run (ranks left waiting for a message the failed one will never send), give them
+        RAISED_GRACE seconds, then stop the engines and raise the failed rank's error at once,
+        instead of a deadlock at the timeout."""
+        import concurrent.futures as cf
+
+        deadline = time.monotonic() + timeout
+        parts = ar.split()
+        if len(parts) < 2:
+            return
+        done, pending = cf.wait(parts, timeout=timeout, return_when=cf.FIRST_EXCEPTION)
+        if not pending or all(p.exception() is None for p in done):
+            return
+        _, pending = cf.wait(pending, timeout=max(0.0, min(RAISED_GRACE,
+                                                            deadline - time.monotonic())))
+        if not pending:
+            return
+        waiting = sorted(i for i, p in enumerate(parts) if p in pending)
+        failed = next(p for p in parts if p.done() and p.exception() is not None)
+        self._kill_engines()
+        raise _remote_exception(
+            failed.exception(), what,
+            note=(f"ranks {', '.join(map(str, waiting))} were" if len(waiting) > 1
+                  else f"rank {waiting[0]} was")
+            + " still waiting, for a message or a collective call of the rank that raised: "
+              "the engines were stopped, and fresh ones start with the next run")
 
 
 def cluster(n: int = 2, timeout: float = DEFAULT_TIMEOUT,
