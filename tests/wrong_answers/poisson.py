@@ -28,6 +28,8 @@ WRONG = [
     case("CG stopped on an absolute tolerance", "test_cg", "relative to the first residual",
          ("cg", "while not np.sqrt(rr) <= tol * np.sqrt(rr0):",
           "while not np.sqrt(rr) <= tol:")),
+    case("CG that stops at maxiter without raising", "test_cg", "raise a RuntimeError",
+         ("cg", 'raise RuntimeError(f"CG did not converge in {maxiter} iterations")', "break")),
     case("the mean error", "test_order", "mean error",
          ("order", "float(np.max(np.abs(x - poisson.exact(*poisson.mesh(N)))))",
           "float(np.mean(np.abs(x - poisson.exact(*poisson.mesh(N)))))")),

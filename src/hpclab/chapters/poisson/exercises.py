@@ -56,7 +56,21 @@ def _parts_on_rank(dot, apply_A, cg, nprocs, n, seed, tol):
 
             out["cg_error"] = "".join(traceback.format_exception_only(exc)).strip()
             out["cg_line"] = traceback.extract_tb(exc.__traceback__)[-1].line
+            return out
+        out["maxiter"] = _at_maxiter(cg, cart, rhs, dot, apply_A, tol)
         return out
+
+
+def _at_maxiter(cg, cart, rhs, dot, apply_A, tol, maxiter=2):
+    """What the student's cg does when it cannot converge in ``maxiter`` iterations: None when
+    it raises a RuntimeError, else what it did instead, in words."""
+    try:
+        _, k = cg(cart, rhs, dot, apply_A, tol=tol, maxiter=maxiter)
+    except RuntimeError:
+        return None
+    except Exception as exc:  # noqa: BLE001 - the student's error, reported by the check
+        return f"raised {type(exc).__name__}: {str(exc)[:200]}"
+    return f"returned after {k} iterations without raising"
 
 
 def poisson_check(engines, dot, apply_A, cg, nprocs, n=24, seed=0, timeout=60):
@@ -64,6 +78,8 @@ def poisson_check(engines, dot, apply_A, cg, nprocs, n=24, seed=0, timeout=60):
     ``cg(comm, b, dot, apply_A, tol)``
     on the first nprocs engines, each rank holding its rows of an n x n mesh as an array of
     (rows + 2) x (n + 2): a halo row above and below, the boundary columns.
+
+    ``cg`` is also run with ``maxiter=2``, which must raise a RuntimeError.
 
     Returns a dict with ``dot``, ``apply`` and ``cg``, each None when right, else what is
     wrong in words, and ``deadlocked``, ``iterations`` and ``reference_iterations``.
@@ -158,6 +174,12 @@ def poisson_check(engines, dot, apply_A, cg, nprocs, n=24, seed=0, timeout=60):
                      f"{float(np.max(np.abs(x - x_ref))):.3g}: "
                      "stop when ||r|| <= tol * ||r0||, relative to the first residual, and "
                      "check the updates of x, r and p")
+    stuck = next((r for r in per_rank if r.get("maxiter")), None)
+    if out["cg"] is None and stuck is not None:
+        out["cg"] = (f"cg(..., maxiter=2), on a mesh that needs {k_ref} iterations, "
+                     f"{stuck['maxiter']} on rank {stuck['rank']}: after maxiter iterations "
+                     "without converging raise a RuntimeError (an x returned as if it were the "
+                     "solution hides the failure)")
     return out
 
 
