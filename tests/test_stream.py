@@ -52,6 +52,26 @@ def test_summary_fit_and_roofline(quick):
     assert np.isclose(roof.bound(2 / 24), roof.bandwidth * 2 / 24)
 
 
+def _sweep(rows):
+    import pandas as pd
+
+    return pd.DataFrame([{"impl": "c", "op": "triad", "bind": "close", "membind": -1,
+                          "nthreads": n, "worst": w, "best": b} for n, w, b in rows])
+
+
+def test_more_threads_with_less_bandwidth_is_said_only_when_the_ranges_separate():
+    """Two threads whose every trial is below one thread's are named, with both ranges; ranges
+    that overlap, or the NUMA runs, say nothing."""
+    words = exp.slower_with_threads(_sweep([(1, 20.1, 21.0), (2, 15.9, 16.8)]))
+    assert words is not None
+    assert "2 threads (close binding) got 15.9 to 16.8 GB/s, one thread 20.1 to 21" in words
+    assert "cannot tell which" in words
+    assert exp.slower_with_threads(_sweep([(1, 20.1, 21.0), (2, 16.0, 20.5)])) is None
+    assert exp.slower_with_threads(_sweep([(1, 20.1, 21.0), (2, 25.0, 30.0)])) is None
+    numa = _sweep([(1, 20.1, 21.0), (2, 15.9, 16.8)]).assign(membind=0)
+    assert exp.slower_with_threads(numa) is None
+
+
 def test_standard_profile_follows_streams_array_rule():
     n = exp.array_elements("standard")
     assert n * 8 >= 4 * machine.total_cache_bytes()

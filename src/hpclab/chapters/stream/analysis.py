@@ -66,6 +66,32 @@ def summary(df, mode="threads"):
     return out
 
 
+def slower_with_threads(summary, impl="c", op="triad"):
+    """Words when more threads gave less bandwidth than one thread (the whole range of their
+    trials below the whole range of one thread's, in the default placement), else None.
+    More threads do not slow memory down by themselves, so such a sweep is not a measurement
+    of the machine alone; what else ran cannot be told from the sweep. (``loaded_words``
+    judges the best rates alone, of a run another lab takes as its input.)"""
+    s = summary[(summary["impl"] == impl) & (summary["op"] == op) & (summary["membind"] == -1)]
+    found = []
+    for bind, g in s.groupby("bind"):
+        g = g.set_index("nthreads")
+        if 1 not in g.index:
+            continue
+        one = g.loc[1]
+        for n, row in g.drop(index=1).iterrows():
+            if row["best"] < one["worst"]:
+                found.append(f"{n} threads ({bind} binding) got {row['worst']:.3g} to "
+                             f"{row['best']:.3g} GB/s, one thread {one['worst']:.3g} to "
+                             f"{one['best']:.3g}")
+    if not found:
+        return None
+    return ("More threads, less bandwidth: " + "; ".join(found) + ". Threads do not slow memory "
+            "down by themselves: another program shared the cores or the memory during the run, "
+            "or the threads shared a core, and this sweep cannot tell which. Run it again on an "
+            "idle machine before you read (e) to (g) from it.")
+
+
 def mpi_summary(df):
     """StarSTREAM (per rank, and all ranks together) and SingleSTREAM in GB/s."""
     b = bandwidths(df)
