@@ -9,6 +9,8 @@ WRONG = [
          "test_pingpong_loop", "its own message back",
          ("pingpong_loop", "comm.Send(sendbuf, dest=0, tag=0)",
           "comm.Send(recvbuf, dest=0, tag=0)")),
+    case("the one-way time in microseconds", "test_pingpong_loop", "in microseconds",
+         ("pingpong_loop", "/ (2 * iterations)", "/ (2 * iterations) * 1e6")),
     case("the pickle API instead of buffers", "test_pingpong_loop", "pickle API",
          ("pingpong_loop", "comm.Send(sendbuf, dest=1, tag=0)",
           "comm.send(sendbuf, dest=1, tag=0)")),
