@@ -76,3 +76,63 @@ def test_make_bench_takes_references_from_the_command_line():
         pp.add_arguments(p)
         args = p.parse_args([])
     assert args.osu == "/x/osu_latency" and args.imb == "/x/IMB-MPI1"
+
+
+def test_a_comparison_is_above_one_when_ours_is_faster():
+    """Times: the reference's over ours; rates: ours over the reference's; the median of the
+    rounds' ratios, and the medians of each side."""
+    t = bench.compare([1.0, 2.0, 4.0], [2.0, 2.0, 2.0], "ms", lower_is_better=True)
+    assert t == {"ratio": 1.0, "ours": 2.0, "reference": 2.0, "unit": "ms"}
+    assert bench.compare([1.0], [3.0], "ms", lower_is_better=True)["ratio"] == 3.0
+    assert bench.compare([1.0], [3.0], "GB/s", lower_is_better=False)["ratio"] == 1 / 3
+    with pytest.raises(ValueError, match="same number of rounds"):
+        bench.compare([1.0, 2.0], [1.0], "ms", lower_is_better=True)
+
+
+class _FakeBench:
+    """A kernel's bench module that measures nothing."""
+
+    __doc__ = "A bench that measures nothing."
+
+    def __init__(self, key):
+        self.key, self.ran = key, 0
+
+    def add_arguments(self, p):
+        p.add_argument("--rounds", type=int, default=1)
+
+    def run(self, args):
+        self.ran += 1
+        return {self.key: bench.compare([1.0], [2.0], "ms", lower_is_better=True)}
+
+
+def test_json_holds_one_kernels_comparisons_or_every_kernels(tmp_path, monkeypatch):
+    import json
+
+    fakes = {"alpha": _FakeBench("a/b N=1"), "beta": _FakeBench("c/d L=2")}
+    monkeypatch.setattr(bench, "benches", lambda: fakes)
+    one, every = tmp_path / "one.json", tmp_path / "every.json"
+    assert bench.main(["alpha", "--rounds", "2", "--json", str(one)]) == 0
+    assert json.loads(one.read_text()) == {"a/b N=1": {"ratio": 2.0, "ours": 1.0,
+                                                       "reference": 2.0, "unit": "ms"}}
+    assert bench.main(["--json", str(every)]) == 0  # every bench, each with its defaults
+    assert set(json.loads(every.read_text())) == {"alpha", "beta"}
+    assert fakes["beta"].ran == 1 and fakes["alpha"].ran == 2
+    with pytest.raises(SystemExit):
+        bench.main(["alpha", "--json", str(tmp_path / "no" / "such" / "folder.json")])
+
+
+def test_a_real_bench_writes_its_comparisons(tmp_path):
+    """The Amdahl bench on one rank and a small array, one round: what it prints as ratios is
+    in the file, each with its four fields (the numbers themselves are not checked)."""
+    import json
+
+    out = tmp_path / "amdahl.json"
+    r = subprocess.run([sys.executable, "-m", "hpclab.bench", "amdahl", "--rounds", "1",
+                        "--shape", "40x20x10", "--ranks", "1", "--json", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    found = json.loads(out.read_text())
+    assert set(found) == {"c/stream_add shape=40x20x10", "cython/c shape=40x20x10"}
+    for value in found.values():
+        assert set(value) == {"ratio", "ours", "reference", "unit"}
+        assert value["ratio"] > 0 and value["unit"] == "GB/s, all ranks"

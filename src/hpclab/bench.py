@@ -2,6 +2,12 @@
 
     python -m hpclab.bench                 # every kernel that has a bench
     python -m hpclab.bench <kernel> [--rounds 5] [options of that kernel's bench]
+    python -m hpclab.bench <kernel> --json FILE   # and its comparisons, for a script
+
+With ``--json FILE`` a kernel's bench also writes one object: for every comparison it
+prints, ``{"<ours>/<reference> <size>": {"ratio": r, "ours": x, "reference": y, "unit": u}}``,
+with ``ratio`` > 1 meaning ours is faster (or closer to its bound); without a kernel,
+``{"<kernel>": {...}, ...}`` for every bench.
 
 A kernel's bench lives beside it (``hpclab.chapters.<slug>.kernels.bench``, with ``add_arguments``
 and ``run``). References that cannot be shipped are given by path, as options or through
@@ -15,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import os
 import sys
 
 import numpy as np
@@ -36,6 +43,35 @@ def spread(values):
     """min / median / max of a list of numbers, as a short string (µs or as given)."""
     v = np.asarray(values, dtype=float)
     return float(np.min(v)), float(np.median(v)), float(np.max(v))
+
+
+def compare(ours, reference, unit, lower_is_better):
+    """One comparison of a bench's ``--json``, from the rounds' values of both sides (paired
+    by round): the medians of each and the median of the rounds' ratios, oriented so that a
+    ratio above 1 means ours is faster: reference / ours for times, ours / reference for
+    rates (a bound counts as a reference: above 1, ours beats it)."""
+    ours, reference = np.asarray(ours, dtype=float), np.asarray(reference, dtype=float)
+    if ours.shape != reference.shape or ours.size == 0:
+        raise ValueError("a comparison needs the same number of rounds on both sides, and one")
+    ratios = reference / ours if lower_is_better else ours / reference
+    return {"ratio": float(np.median(ratios)), "ours": float(np.median(ours)),
+            "reference": float(np.median(reference)), "unit": unit}
+
+
+def compare_rounds(rounds, ours, reference, unit, lower_is_better):
+    """:func:`compare` of two quantities each round measured (``rounds``: a dict per round,
+    as :func:`rounds` returns them; ``ours`` and ``reference``: keys in them)."""
+    return compare([o[ours] for o in rounds], [o[reference] for o in rounds], unit,
+                   lower_is_better)
+
+
+def write_json(path, comparisons):
+    """Write ``comparisons`` to ``path`` as one JSON object (the folder must exist)."""
+    import json
+
+    with open(path, "w") as fh:
+        json.dump(comparisons, fh, indent=2, sort_keys=True)
+        fh.write("\n")
 
 
 def table(title, rows, columns, fmt="{:.3f}"):
@@ -79,8 +115,18 @@ def script(module, argv, ours):
     name = mod.__spec__.name if getattr(mod, "__spec__", None) else module  # not "__main__"
     p = argparse.ArgumentParser(prog=f"python -m {name}")
     mod.add_arguments(p)
-    mod.run(p.parse_args(argv))
+    _json_option(p)
+    args = p.parse_args(argv)
+    found = mod.run(args)
+    if args.json:
+        write_json(args.json, found)
     return 0
+
+
+def _json_option(p, default=None):
+    p.add_argument("--json", metavar="FILE", default=default,
+                   help="also write the comparisons to FILE, as one JSON object (ratio > 1: "
+                   "ours is faster)")
 
 
 def main(argv=None):
@@ -91,16 +137,24 @@ def main(argv=None):
     mpi4py.rc.finalize = False
     found = benches()
     p = argparse.ArgumentParser(prog="python -m hpclab.bench", description=__doc__.split("\n")[0])
+    _json_option(p)
     sub = p.add_subparsers(dest="kernel")
     for slug, module in found.items():
-        module.add_arguments(sub.add_parser(slug, help=module.__doc__.split("\n")[0]))
+        one = sub.add_parser(slug, help=module.__doc__.split("\n")[0])
+        module.add_arguments(one)
+        _json_option(one, default=argparse.SUPPRESS)  # given before or after the kernel
     args = p.parse_args(argv)
-    todo = [args.kernel] if args.kernel else list(found)
-    for slug in todo:
-        if not args.kernel:
-            args = sub.choices[slug].parse_args([])
+    out = args.json
+    if out and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
+        p.error(f"--json {out}: its folder does not exist")
+    kernel = args.kernel
+    results = {}
+    for slug in [kernel] if kernel else list(found):
         print(f"\n=== {slug} ===")
-        found[slug].run(args)
+        results[slug] = found[slug].run(args if kernel else sub.choices[slug].parse_args([]))
+    if out:
+        write_json(out, results[kernel] if kernel else results)
+        print(f"\ncomparisons written to {out}")
     return 0
 
 

@@ -67,6 +67,10 @@ def run(args):
     cy_vs_c = np.median([o["cython"] / o["c"] for o in rounds])
     print(f"C addition / STREAM add = {c_vs_stream:.3f} (target >= 0.9); "
           f"Cython / C = {cy_vs_c:.3f} (target >= 0.95)")
+    from hpclab.bench import compare_rounds
+
+    return {f"{a}/{b} shape={nx}x{ny}x{nz}": compare_rounds(rounds, a, b, "GB/s, all ranks", False)
+            for a, b in (("c", "stream_add"), ("cython", "c"))}
 
 
 def main(argv=None):

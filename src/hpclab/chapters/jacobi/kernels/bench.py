@@ -80,6 +80,10 @@ def run(args):
           f"{ratio('cython', 'c'):.3f} (target >= 0.9)")
     print(f"streams / roof (24 B) = {ratio('streams', 'roof24'):.3f}: the memory's share; "
           f"C / streams = {ratio('c', 'streams'):.3f}: the stencil's own cost on top")
+    from hpclab.bench import compare_rounds
+
+    return {f"{a}/{b} L={args.L}": compare_rounds(rounds, a, b, "MLUP/s per rank", False)
+            for a, b in (("c", "roof24"), ("c", "streams"), ("cython", "c"))}
 
 
 def main(argv=None):

@@ -141,21 +141,29 @@ def run(args, impls=("c", "cython", "python")):
                 all(n in t for t in theirs[name]) else "-" for name in refs]
         rows.append(row)
     table("One-way time: median over rounds [min-max]", rows, columns)
-    groups = (("0-8 B latency", [n for n in sizes if n <= 8]),
-              ("1-4 MiB time", [n for n in sizes if n >= 1 << 20]))
+    groups = (("0-8 B latency", "0-8 B", [n for n in sizes if n <= 8]),
+              ("1-4 MiB time", "1-4 MiB", [n for n in sizes if n >= 1 << 20]))
+    from hpclab.bench import compare
+
+    found = {}
     for name in refs:
-        for label, group in groups:
+        for label, size, group in groups:
             group = [n for n in group if all(n in t for t in theirs[name])]
             if not group:
                 continue
-            ratios = {i: np.median([np.median([o[f"{i}:{n}"] for o in ours]) /
-                                    np.median([t[n] for t in theirs[name]]) for n in group])
-                      for i in impls}
-            print(f"{label}: " + ", ".join(f"{i}/{name} = {v:.3f}" for i, v in ratios.items()))
+            for i in impls:  # each round: the median over the group's sizes, in µs
+                found[f"{i}/{name} {size}"] = compare(
+                    [np.median([o[f"{i}:{n}"] for n in group]) * 1e6 for o in ours],
+                    [np.median([t[n] for n in group]) * 1e6 for t in theirs[name]],
+                    "µs one way, median over the sizes", lower_is_better=True)
+            print(f"{label}, {name}'s time over ours (above 1: ours is faster): "
+                  + ", ".join(f"{i} {found[f'{i}/{name} {size}']['ratio']:.3f}"
+                              for i in impls))
     if "mpi4py.bench" in refs:
         print("mpi4py.bench's buffers are never written (zero page) and it times each round "
-              "trip from Python: a ratio above 1 against it at large sizes measures that, not "
+              "trip from Python: a ratio below 1 against it at large sizes measures that, not "
               "a slower kernel (the PingPong chapter measures the zero-page effect).")
+    return found
 
 
 def main(argv=None):

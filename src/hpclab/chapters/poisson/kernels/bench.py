@@ -73,6 +73,11 @@ def run(args):
           f"C / bound ({wa} B) = {np.median([o['c'] / o['bound96'] for o in rounds]):.3f} "
           f"(target <= 1.1); Cython / C = "
           f"{np.median([o['cython'] / o['c'] for o in rounds]):.3f} (target <= 1.1)")
+    from hpclab.bench import compare_rounds
+
+    return {f"{a}/{b.replace('88', str(per))} N={args.N}":
+            compare_rounds(rounds, a, b, "ms per iteration", True)
+            for a, b in (("c", "cython"), ("c", "bound88"), ("cython", "bound88"))}
 
 
 def main(argv=None):

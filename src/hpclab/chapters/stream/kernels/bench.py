@@ -31,7 +31,7 @@ def add_arguments(p):
 
 
 def run(args):
-    stream(args.rounds, args.threads, args.n, args.ntimes, args.stream_c, args.bind)
+    return stream(args.rounds, args.threads, args.n, args.ntimes, args.stream_c, args.bind)
 
 
 STREAM_ROW = re.compile(r"^(Copy|Scale|Add|Triad):\s+([0-9.]+)", re.MULTILINE)
@@ -123,16 +123,28 @@ def stream(rounds=3, threads=None, n=None, ntimes=10, source=None, bind="close")
             else:
                 cells.append("-")
         print(f"{name:<46}" + "".join(f"{c:>20}" for c in cells))
+    from hpclab.bench import compare
+
+    found = {}
     for ref in ("stream.c", "likwid"):
         if ref in medians:
             for impl in ("c", "cython"):
                 ratios = "  ".join(f"{op} {medians[impl][op] / medians[ref][op]:.3f}"
                                    for op in OPS if op in medians[ref])
                 print(f"{impl} / {ref}: {ratios}")
+                for op in OPS:
+                    if op in medians[ref]:
+                        found[f"{impl}/{ref} {op} n={n}"] = compare(
+                            [r[op] / 1e9 for r in rates[impl]], [r[op] / 1e9 for r in rates[ref]],
+                            "GB/s, best trial", lower_is_better=False)
+    for op in OPS:
+        found[f"cython/c {op} n={n}"] = compare([r[op] / 1e9 for r in rates["cython"]],
+                                                [r[op] / 1e9 for r in rates["c"]],
+                                                "GB/s, best trial", lower_is_better=False)
     if "likwid" in medians:
         print("likwid-bench's 'stream' is a triad, a = b*s + c, run repeatedly over the same "
               "arrays; its rate is an average over those runs.")
-    return medians
+    return found
 
 
 if __name__ == "__main__":
