@@ -14,6 +14,11 @@ WRONG = [
           "recvtag=1)\n", "")),
     case("the halo of one direction only", "test_exchange_halo", "still held NaN",
          ("exchange_halo", "    for d in range(3):", "    for d in range(1):")),
+    case("received into the block's own first and last planes", "test_exchange_halo",
+         "changed a block's own points",
+         ("exchange_halo", "plane(d, i) for i in (0, 1, sizes[d] - 2,",
+          "plane(d, i) for i in (1, 1, sizes[d] - 2,"),
+         ("exchange_halo", " " * 67 + "sizes[d] - 1))", " " * 67 + "sizes[d] - 2))")),
     case("the first plane sent up instead of down", "test_exchange_halo", "wrong plane",
          ("exchange_halo", "cart.Sendrecv([u, 1, first], dest=lower, sendtag=d, "
           "recvbuf=[u, 1, halo_high],\n                      source=upper, recvtag=d)",

@@ -125,9 +125,16 @@ def _cube_on_rank(exchange, nprocs, dims, shape, sweeps, seed):
                 if neighbour != MPI.PROC_NULL:
                     u[(slice(None),) * d + (index,)] = np.nan
         unew = u.copy()
-        unfilled = set()
+        unfilled, overwritten = set(), set()
         for step in range(sweeps):
+            before = u[1:-1, 1:-1, 1:-1].copy()
             exchange(cart, u)
+            if step == 0:  # the block's own first and last planes, changed by the exchange
+                changed = u[1:-1, 1:-1, 1:-1] != before
+                for d in range(3):
+                    for side, index in (("lower", 0), ("upper", -1)):
+                        if changed[(slice(None),) * d + (index,)].any():
+                            overwritten.add((d, side))
             if step == 0:  # the faces (without the layer around them) still NaN
                 inner = (slice(1, -1),) * 3
                 for d in range(3):
@@ -139,13 +146,15 @@ def _cube_on_rank(exchange, nprocs, dims, shape, sweeps, seed):
             jacobi.sweep(u, f, unew, w, diag)
             u, unew = unew, u
         unfilled_all = cart.gather(sorted(unfilled), root=0)
+        overwritten_all = cart.gather(sorted(overwritten), root=0)
         blocks = cart.gather((tuple(o for o, _ in ranges), u[1:-1, 1:-1, 1:-1].copy()),
                              root=0)
         rank = cart.Get_rank()
         if rank != 0:
             return {"rank": rank}
         return {"rank": 0, "blocks": blocks,
-                "unfilled": sorted({face for faces in unfilled_all for face in faces})}
+                "unfilled": sorted({face for faces in unfilled_all for face in faces}),
+                "overwritten": sorted({face for faces in overwritten_all for face in faces})}
 
 
 def cube_halo_check(engines, exchange, nprocs, dims, shape=(9, 8, 7), sweeps=3, seed=0,
@@ -160,7 +169,9 @@ def cube_halo_check(engines, exchange, nprocs, dims, shape=(9, 8, 7), sweeps=3, 
     next call), ``wrong`` (points that differ), ``nan`` (points reached by a face never
     filled), ``first_wrong`` (the global index of the first point that differs) and
     ``unfilled`` (the faces, as (direction, "lower" or "upper"), that some rank with a
-    neighbour there still held as NaN after the first exchange).
+    neighbour there still held as NaN after the first exchange) and ``overwritten`` (the
+    block's own first or last planes, as (direction, "lower" or "upper"), that the first
+    exchange changed on some rank: received into, instead of the halo beyond them).
     """
     if not 1 <= nprocs <= engines.n:
         raise ValueError(f"nprocs must be between 1 and the {engines.n} engines, got {nprocs}")
@@ -168,7 +179,7 @@ def cube_halo_check(engines, exchange, nprocs, dims, shape=(9, 8, 7), sweeps=3, 
     if len(dims) != 3 or int(np.prod(dims)) != nprocs:
         raise ValueError(f"dims must be three extents whose product is {nprocs}, got {dims}")
     out = {"ok": False, "deadlocked": False, "wrong": 0, "nan": 0, "first_wrong": None,
-           "unfilled": []}
+           "unfilled": [], "overwritten": []}
     try:
         per_rank = engines.run(_cube_on_rank, exchange, int(nprocs), dims, tuple(shape),
                                int(sweeps), int(seed), timeout=timeout,
@@ -185,7 +196,8 @@ def cube_halo_check(engines, exchange, nprocs, dims, shape=(9, 8, 7), sweeps=3, 
     want = jacobi.serial_sweeps(np.random.default_rng(seed).random(shape), sweeps)
     bad = ~np.isclose(got, want, rtol=1e-12, atol=1e-12)
     out.update(ok=not bad.any(), wrong=int(bad.sum()), nan=int(np.isnan(got).sum()),
-               unfilled=[tuple(f) for f in root["unfilled"]])
+               unfilled=[tuple(f) for f in root["unfilled"]],
+               overwritten=[tuple(f) for f in root["overwritten"]])
     if bad.any():
         out["first_wrong"] = tuple(int(v) for v in np.argwhere(bad)[0])
     return out
