@@ -136,3 +136,25 @@ def test_a_real_bench_writes_its_comparisons(tmp_path):
     for value in found.values():
         assert set(value) == {"ratio", "ours", "reference", "unit"}
         assert value["ratio"] > 0 and value["unit"] == "GB/s, all ranks"
+
+
+def test_the_jacobi_bench_sets_devito_beside_ours_or_says_how_to_get_it(tmp_path):
+    """With Devito importable, its MLUP/s stand beside ours in the file (its update checked
+    against numpy first); without it, the bench says how to get it and compares the rest."""
+    import importlib.util
+    import json
+
+    from hpclab.chapters.jacobi.kernels import bench as jb
+
+    out = tmp_path / "jacobi.json"
+    r = subprocess.run([sys.executable, "-m", "hpclab.bench", "jacobi", "--rounds", "1",
+                        "--L", "10", "--ranks", "1", "--json", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    found = set(json.loads(out.read_text()))
+    assert {"c/roof24 L=10", "c/streams L=10", "cython/c L=10"} <= found
+    if importlib.util.find_spec("devito") is None:
+        assert jb.DEVITO_HINT in r.stdout and not any("devito" in k for k in found)
+    else:
+        assert {"c/devito L=10", "cython/devito L=10"} <= found
+        assert "C / Devito" in r.stdout

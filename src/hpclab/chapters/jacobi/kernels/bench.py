@@ -8,12 +8,17 @@ read the written line first, write-allocate, so both move a third more than coun
 if add's bandwidth were the real one. Beside them runs a pass with the sweep's memory
 traffic and none of its stencil (unew = u(next plane) + f, "streams"): what the memory allows
 this access pattern, so the gap between it and C is the stencil's cached loads and arithmetic.
-Prints MLUP/s per rank of the compute phase and of the roofs as median over rounds [min-max],
-and the ratios (each round's, then the median).
+When Devito is importable (``pip install devito``: never a dependency of hpclab), every
+rank also sweeps an L^3 grid of its own with Devito's operator for the same update (float64,
+``opt='advanced'``, one thread, checked against numpy first), in the same job: the best
+public code for this stencil, side by side. Prints MLUP/s per rank of the compute phase and
+of the roofs as median over rounds [min-max], and the ratios (each round's, then the median).
 """
 from __future__ import annotations
 
+import os
 import sys
+import time
 
 import numpy as np
 
@@ -27,6 +32,73 @@ def add_arguments(p):
     p.add_argument("--ranks", type=int, default=None, help="default: the usable cores")
     p.add_argument("--L", type=int, default=128, help="points per rank and dimension")
     p.add_argument("--no-bind", action="store_true", help="do not bind ranks to cores")
+
+
+DEVITO_HINT = ("Devito is not importable here: `pip install devito` in this environment (it is "
+               "never a dependency of hpclab) to compare with it")
+
+
+def _devito_operator(L, w=(1.0, 2.0, 3.0)):
+    """Devito's 7-point Jacobi update on an L³ grid of doubles, one thread (language C),
+    opt='advanced': the operator and its two fields. The update is ours, term for term:
+    unew = (w0 (u[x-1] + u[x+1]) + w1 (u[y-1] + u[y+1]) + w2 (u[z-1] + u[z+1]) + f) / diag."""
+    os.environ["DEVITO_LANGUAGE"] = "C"  # one thread, no OpenMP: as ours is timed
+    os.environ.setdefault("DEVITO_LOGGING", "ERROR")
+    os.environ["DEVITO_MPI"] = "0"  # every rank sweeps a grid of its own, as ours do
+    from devito import Eq, Function, Grid, Operator, TimeFunction
+
+    grid = Grid(shape=(L, L, L), dtype=np.float64)
+    x, y, z = grid.dimensions
+    t = grid.stepping_dim
+    u = TimeFunction(name="u", grid=grid, space_order=1, dtype=np.float64)
+    f = Function(name="f", grid=grid, space_order=0, dtype=np.float64)
+    update = (w[0] * (u[t, x - 1, y, z] + u[t, x + 1, y, z])
+              + w[1] * (u[t, x, y - 1, z] + u[t, x, y + 1, z])
+              + w[2] * (u[t, x, y, z - 1] + u[t, x, y, z + 1]) + f) / (2 * sum(w))
+    return Operator([Eq(u.forward, update)], opt="advanced"), u, f
+
+
+def devito_check(L=9, w=(1.0, 2.0, 3.0)):
+    """Devito's operator against numpy's update on a small random grid (zero boundary):
+    raises when they differ, as every kernel here checks its own result."""
+    rng = np.random.default_rng(0)
+    u0, f0 = rng.random((L, L, L)), rng.random((L, L, L))
+    op, u, f = _devito_operator(L, w)
+    u.data[0], f.data[:] = u0, f0
+    op.apply(time_M=0)
+    p = np.zeros((L + 2,) * 3)
+    p[1:-1, 1:-1, 1:-1] = u0
+    want = (w[0] * (p[:-2, 1:-1, 1:-1] + p[2:, 1:-1, 1:-1])
+            + w[1] * (p[1:-1, :-2, 1:-1] + p[1:-1, 2:, 1:-1])
+            + w[2] * (p[1:-1, 1:-1, :-2] + p[1:-1, 1:-1, 2:]) + f0) / (2 * sum(w))
+    worst = float(np.max(np.abs(np.asarray(u.data[1]) - want)))
+    if not worst <= 1e-12:
+        raise SystemExit(f"Devito's Jacobi update differs from numpy's by {worst:.3g}: not "
+                         "comparable")
+
+
+def _devito_mlups(comm, L, sweeps, repetitions=5):
+    """Devito's MLUP/s per rank on L³ points per rank (the slowest rank of each repetition,
+    the best repetition), or None when Devito is not importable. Rank 0 compiles first, so
+    that the ranks do not race for Devito's cache of compiled operators."""
+    import importlib.util
+
+    if importlib.util.find_spec("devito") is None:
+        return None
+    from mpi4py import MPI
+
+    if comm.Get_rank() == 0:
+        devito_check()
+    comm.Barrier()
+    op, u, _ = _devito_operator(L)
+    op.apply(time_M=1)  # compiled, and the pages touched
+    best = float("inf")
+    for _ in range(repetitions):
+        comm.Barrier()
+        t0 = time.perf_counter()
+        op.apply(time_M=sweeps - 1)
+        best = min(best, comm.allreduce(time.perf_counter() - t0, op=MPI.MAX))
+    return sweeps * L**3 / best / 1e6
 
 
 def _ours(L, sweeps=10):
@@ -50,6 +122,9 @@ def _ours(L, sweeps=10):
     n = (L + 2) ** 3
     t = stream.run_c(n=n, ntimes=6, threads=1, comm=comm)
     out["stream_add"] = 24 * n / float(np.min(t[stream.KERNEL.metric_names.index("add")])) / 1e9
+    devito = _devito_mlups(comm, L, sweeps)
+    if devito is not None:
+        out["devito"] = devito
     if comm.Get_rank() == 0:
         protocol.emit(out)
 
@@ -69,6 +144,11 @@ def run(args):
         o["roof24"] = o["stream_add"] * 1e9 / 24 / 1e6
         o["roof32"] = o["stream_add"] * 1e9 / 32 / 1e6
     names = ("c", "cython", "streams", "roof24", "roof32")
+    has_devito = all("devito" in o for o in rounds)
+    if has_devito:
+        names = ("c", "cython", "devito") + names[2:]
+    else:
+        print(DEVITO_HINT)
     table("Compute phase, MLUP/s per rank: median over rounds [min-max]",
           [[spread([o[k] for o in rounds]) for k in names]], names, fmt="{:.0f}")
 
@@ -80,10 +160,22 @@ def run(args):
           f"{ratio('cython', 'c'):.3f} (target >= 0.9)")
     print(f"streams / roof (24 B) = {ratio('streams', 'roof24'):.3f}: the memory's share; "
           f"C / streams = {ratio('c', 'streams'):.3f}: the stencil's own cost on top")
+    pairs = [("c", "roof24"), ("c", "streams"), ("cython", "c")]
+    if has_devito:
+        pairs += [("c", "devito"), ("cython", "devito")]
+        print(f"C / Devito = {ratio('c', 'devito'):.3f}, Cython / Devito = "
+              f"{ratio('cython', 'devito'):.3f} (Devito {_devito_version()}, float64, "
+              "opt='advanced', one thread per rank, the same binding)")
     from hpclab.bench import compare_rounds
 
     return {f"{a}/{b} L={args.L}": compare_rounds(rounds, a, b, "MLUP/s per rank", False)
-            for a, b in (("c", "roof24"), ("c", "streams"), ("cython", "c"))}
+            for a, b in pairs}
+
+
+def _devito_version():
+    from importlib.metadata import version
+
+    return version("devito")
 
 
 def main(argv=None):
