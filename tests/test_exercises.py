@@ -75,3 +75,30 @@ def test_a_timing_on_more_ranks_than_cores_is_refused_by_name(monkeypatch):
     assert exercises.timed_ranks(SimpleNamespace(n=1), 1) == 1
     with pytest.raises(ValueError, match="time on 1 to 1 ranks"):
         exercises.timed_ranks(SimpleNamespace(n=1), 2)
+
+
+def test_the_rule_checks_accept_the_rules_and_name_the_usual_others():
+    """furthest_problem and verdict_problem pass the rules the labs ask for and say what is
+    wrong with the ones students write instead: the largest ratio, |ratio - 1|, a NaN left in,
+    a verdict from any overlap with 1, or one that cannot say "cannot tell"."""
+    import numpy as np
+
+    from hpclab import exercises, stats
+
+    def right(ratios):
+        finite = {k: v for k, v in ratios.items() if np.isfinite(v)}
+        return max(finite, key=lambda k: abs(np.log(finite[k])))
+
+    assert exercises.furthest_problem(right) is None
+    assert exercises.verdict_problem(stats.verdict) is None
+    for wrong in (lambda r: max(r, key=r.get), lambda r: max(r, key=lambda k: abs(r[k] - 1))):
+        assert "compare |log(ratio)|" in exercises.furthest_problem(wrong)
+    nan_kept = exercises.furthest_problem(lambda r: max(r, key=lambda k: abs(np.log(r[k]))))
+    assert "skip a NaN ratio" in nan_kept
+    assert "raised KeyError" in exercises.furthest_problem(lambda r: r["x"])
+    overlap = exercises.verdict_problem(
+        lambda lo, hi: "slower than the model" if hi > 1 else "faster than the model")
+    assert "holds 1 shows no difference" in overlap
+    blind = exercises.verdict_problem(lambda lo, hi: stats.verdict(lo, hi)
+                                      if np.isfinite(lo) else "no difference shown")
+    assert "nothing can be told" in blind

@@ -18,9 +18,9 @@ def interval_upside_down(answer):
     return case("the interval of the model over the measurement", "test_worst_verdict",
                 "the model over the measurement",
                 (answer, "worst_ratio, worst_low, worst_high = ", "worst_ratio, _a, _b = "),
-                (answer, "if not np.isfinite([worst_low, worst_high]).all():",
+                (answer, "worst_verdict = verdict(worst_low, worst_high)",
                  "worst_low, worst_high = 1 / _b, 1 / _a\n"
-                 "if not np.isfinite([worst_low, worst_high]).all():"))
+                 "worst_verdict = verdict(worst_low, worst_high)"))
 
 
 def interval_ends_swapped(answer):
@@ -35,9 +35,27 @@ def interval_typed_in(answer):
     """The furthest term's interval typed in (an interval that holds 1) instead of the one the
     helper gives, in the answer cell ``answer``."""
     return case("the interval typed in, not the helper's", "test_worst_verdict", "not typed in",
-                (answer, "if not np.isfinite([worst_low, worst_high]).all():",
+                (answer, "worst_verdict = verdict(worst_low, worst_high)",
                  "worst_low, worst_high = 0.5, 2.0\n"
-                 "if not np.isfinite([worst_low, worst_high]).all():"))
+                 "worst_verdict = verdict(worst_low, worst_high)"))
+
+
+def furthest_by_distance(answer, test):
+    """The furthest term chosen by |ratio - 1| instead of |log(ratio)|, in the answer cell
+    ``answer`` of a lab whose ``test`` tries the student's ``furthest`` (Amdahl, Jacobi,
+    Poisson)."""
+    return case("the furthest term by |ratio - 1|", test, "compare |log(ratio)|",
+                (answer, "return max(finite, key=lambda k: abs(np.log(finite[k])))",
+                 "return max(finite, key=lambda k: abs(finite[k] - 1))"))
+
+
+def verdict_from_any_overlap(answer):
+    """"Slower than the model" whenever the interval reaches above 1, in the answer cell
+    ``answer`` of a lab whose verdict check tries the student's ``verdict``."""
+    return case("slower whenever the interval reaches above 1", "test_worst_verdict",
+                "holds 1 shows no difference",
+                (answer, "    if low > 1:\n        return \"slower than the model\"",
+                 "    if high > 1:\n        return \"slower than the model\""))
 
 
 def labs():

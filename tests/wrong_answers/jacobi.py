@@ -1,9 +1,11 @@
 """The Jacobi lab's common wrong answers (see tests/wrong_answers/__init__.py)."""
 from wrong_answers import (
     case,
+    furthest_by_distance,
     interval_ends_swapped,
     interval_typed_in,
     interval_upside_down,
+    verdict_from_any_overlap,
 )
 
 WRONG = [
@@ -78,4 +80,6 @@ WRONG = [
     interval_upside_down("which_term"),
     interval_ends_swapped("which_term"),
     interval_typed_in("which_term"),
+    furthest_by_distance("which_term", "test_which_term"),
+    verdict_from_any_overlap("which_term"),
 ]

@@ -1,9 +1,11 @@
 """The Poisson lab's common wrong answers (see tests/wrong_answers/__init__.py)."""
 from wrong_answers import (
     case,
+    furthest_by_distance,
     interval_ends_swapped,
     interval_typed_in,
     interval_upside_down,
+    verdict_from_any_overlap,
 )
 
 WRONG = [
@@ -66,4 +68,6 @@ WRONG = [
     interval_upside_down("which_part"),
     interval_ends_swapped("which_part"),
     interval_typed_in("which_part"),
+    furthest_by_distance("which_part", "test_which_part"),
+    verdict_from_any_overlap("which_part"),
 ]

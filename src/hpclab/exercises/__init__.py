@@ -184,6 +184,56 @@ def require(*names):
                           "code, then run its cell, then this one)") from None
 
 
+NAN = float("nan")
+# ratios on which the rules students write instead of |log(ratio)| pick another term: the
+# largest ratio and |ratio - 1| both take 1.8 over 0.4; a NaN first trips a plain max
+_FURTHEST = (
+    ({"a": 0.4, "b": 1.8}, "a", "0.4 is further from 1 than 1.8 on a logarithmic scale (2.5 "
+     "times too fast against 1.8 times too slow): compare |log(ratio)|, not the largest ratio "
+     "or |ratio - 1|"),
+    ({"a": 1.5, "b": 0.5}, "b", "0.5 is twice as fast as the model, 1.5 only 1.5 times as "
+     "slow: compare |log(ratio)|"),
+    ({"b": NAN, "a": 3.0}, "a", "skip a NaN ratio (a term with no model time): it is no "
+     "distance from 1, and max() with a NaN first keeps the NaN"),
+)
+_VERDICT = (((1.1, 1.3), "slower than the model"), ((0.7, 0.9), "faster than the model"),
+            ((0.9, 1.4), "no difference shown"), ((0.6, 1.05), "no difference shown"),
+            ((NAN, NAN), "cannot tell"))
+
+
+def furthest_problem(furthest):
+    """What is wrong with a student's ``furthest(ratios)`` (the key of the ratio furthest
+    from 1 on a logarithmic scale, NaN skipped), tried on ratios where the usual other rules
+    pick another key; None when it is right."""
+    for ratios, want, why in _FURTHEST:
+        try:
+            got = furthest(dict(ratios))
+        except Exception as exc:  # noqa: BLE001 - the student's error, said in words
+            return f"furthest({ratios}) raised {type(exc).__name__}: {exc}"
+        if got != want:
+            return f"furthest({ratios}) gave {got!r}, not {want!r}: {why}"
+    return None
+
+
+def verdict_problem(verdict):
+    """What is wrong with a student's ``verdict(low, high)`` (what a 95% interval of a
+    measured/model ratio lets one claim), tried on intervals on each side of 1, holding 1,
+    and missing; None when it is right."""
+    for (low, high), want in _VERDICT:
+        try:
+            got = verdict(low, high)
+        except Exception as exc:  # noqa: BLE001 - the student's error, said in words
+            return f"verdict({low}, {high}) raised {type(exc).__name__}: {exc}"
+        if got != want:
+            why = ("an interval that holds 1 shows no difference, wherever the ratio inside it "
+                   "lies" if want == "no difference shown" else
+                   "with no interval (NaN) nothing can be told" if want == "cannot tell" else
+                   "the whole interval lies on one side of 1: the measurement is "
+                   + want.replace(" than the model", "") + " than the model")
+            return f"verdict({low}, {high}) gave {got!r}, not {want!r}: {why}"
+    return None
+
+
 def __getattr__(name):
     found = harnesses()
     if name in found:
