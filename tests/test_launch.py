@@ -156,9 +156,9 @@ def test_engines_deadlock_times_out_within_its_timeout_and_recovers():
         if launch.mpi_family() == "mpich":
             assert segments, "MPICH's engines mapped no shared memory"
         t0 = time.monotonic()
-        with pytest.raises(TimeoutError, match="ring deadlock did not finish within 3 s on 2 MPI"):
-            eng.run(_deadlock, timeout=3, what="ring deadlock")
-        assert time.monotonic() - t0 < 3 + 5
+        with pytest.raises(TimeoutError, match="ring deadlock did not finish within 8 s on 2 MPI"):
+            eng.run(_deadlock, timeout=8, what="ring deadlock")
+        assert time.monotonic() - t0 < 8 + 5, "the timeout was not kept"
         assert not wait_dead(engine_pids), "deadlocked engines still running"
         left = [s for s in segments if os.path.exists(s)]
         assert not left, f"the killed engines' shared memory is still in /dev/shm: {left}"
@@ -237,7 +237,7 @@ def test_an_error_on_one_rank_is_raised_at_once_not_as_the_others_deadlock():
             eng.run(_raise_on_one_while_zero_waits, timeout=600, what="the exercise")
         text = str(info.value)
         assert "the exercise failed on rank 1: IndexError: rank one's own mistake" in text
-        assert "rank 0 was still waiting" in text
+        assert "rank 0 had not finished 3 s later (left waiting" in text
         assert "raise IndexError" in text
         assert engines_module.RAISED_GRACE < 600
         assert not wait_dead(engine_pids), "the waiting engines were not stopped"

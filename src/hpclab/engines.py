@@ -97,13 +97,19 @@ _MPI_HINTS = {
 
 
 def _mpi_error_in_words(evalue):
-    """An MPI library's error with its internal call stack cut (MPICH prints one line per
-    internal function) and, for the common ones, what it means in the caller's code."""
-    first = evalue.split(", error stack:", 1)[0].strip()
+    """An MPI library's error with its internal call stack cut to its innermost line (MPICH
+    prints one line per internal function; the last says what happened, with the sizes)
+    and, for the common ones, what it means in the caller's code."""
+    first, _, stack = evalue.partition(", error stack:")
+    first = first.strip()
+    inner = [line.split(": ", 1)[-1].strip() for line in stack.splitlines()]
+    inner = [line for line in inner if line]
+    if inner:
+        first += f": {inner[-1]}"
     hint = next((h for mark, h in _MPI_HINTS.items() if mark in first), None)
-    if hint is None and first == evalue.strip():
+    if hint is None and not stack:
         return evalue
-    return first + (f" ({hint})" if hint else " (the MPI library's own call stack is cut)")
+    return first + (f" ({hint})" if hint else "")
 
 
 _FRAME = re.compile(r"^File (?P<file>.+?):(?P<line>\d+)(?:, in (?P<func>[^(\n]+))?", re.MULTILINE)
@@ -460,8 +466,8 @@ class Engines:
         what = what or getattr(func, "__name__", "the call")
         ar = self.view.apply_async(func, *args, **kwargs)
         try:
-            self._stop_when_one_raised(ar, timeout, what)
-            results = ar.get(timeout=timeout)
+            left = self._stop_when_one_raised(ar, timeout, what)
+            results = ar.get(timeout=left)
         except ipp.error.TimeoutError:
             self._kill_engines()
             raise TimeoutError(
@@ -482,33 +488,37 @@ class Engines:
         return [results[i] for i in order]
 
 
-    def _stop_when_one_raised(self, ar: Any, timeout: float, what: Any) -> None:
+    def _stop_when_one_raised(self, ar: Any, timeout: float, what: Any) -> float:
         """Wait for ``ar`` up to ``timeout``, and when an engine raises while others still
         run (ranks left waiting for a message the failed one will never send), give them
         RAISED_GRACE seconds, then stop the engines and raise the failed rank's error at once,
-        instead of a deadlock at the timeout."""
+        instead of a deadlock at the timeout. Returns the seconds left of ``timeout``."""
         import concurrent.futures as cf
 
         deadline = time.monotonic() + timeout
+
+        def left():
+            return max(0.0, deadline - time.monotonic())
+
         parts = ar.split()
         if len(parts) < 2:
-            return
+            return left()
         done, pending = cf.wait(parts, timeout=timeout, return_when=cf.FIRST_EXCEPTION)
         if not pending or all(p.exception() is None for p in done):
-            return
-        _, pending = cf.wait(pending, timeout=max(0.0, min(RAISED_GRACE,
-                                                            deadline - time.monotonic())))
+            return left()
+        _, pending = cf.wait(pending, timeout=min(RAISED_GRACE, left()))
         if not pending:
-            return
+            return left()
         waiting = sorted(i for i, p in enumerate(parts) if p in pending)
         failed = next(p for p in parts if p.done() and p.exception() is not None)
         self._kill_engines()
         raise _remote_exception(
             failed.exception(), what,
-            note=(f"ranks {', '.join(map(str, waiting))} were" if len(waiting) > 1
-                  else f"rank {waiting[0]} was")
-            + " still waiting, for a message or a collective call of the rank that raised: "
-              "the engines were stopped, and fresh ones start with the next run")
+            note=(f"ranks {', '.join(map(str, waiting))}" if len(waiting) > 1
+                  else f"rank {waiting[0]}")
+            + f" had not finished {RAISED_GRACE:g} s later (left waiting for a message or a "
+              "collective call of the rank that raised, or still at work): the engines were "
+              "stopped, and fresh ones start with the next run")
 
 
 def cluster(n: int = 2, timeout: float = DEFAULT_TIMEOUT,
