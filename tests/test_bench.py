@@ -119,6 +119,11 @@ def test_json_holds_one_kernels_comparisons_or_every_kernels(tmp_path, monkeypat
     assert fakes["beta"].ran == 1 and fakes["alpha"].ran == 2
     with pytest.raises(SystemExit):
         bench.main(["alpha", "--json", str(tmp_path / "no" / "such" / "folder.json")])
+    assert fakes["alpha"].ran == 2, "a bench ran although its file could not be written"
+    # a reference that gave no number: null, as strict JSON readers take it, not NaN
+    bench.write_json(one, {"a/b N=1": bench.compare([1.0], [float("nan")], "ms", True)})
+    assert json.loads(one.read_text())["a/b N=1"]["ratio"] is None
+    assert "NaN" not in one.read_text()
 
 
 def test_a_real_bench_writes_its_comparisons(tmp_path):

@@ -65,13 +65,30 @@ def compare_rounds(rounds, ours, reference, unit, lower_is_better):
                    lower_is_better)
 
 
+def _plain(value):
+    """``value`` with every number that is not finite (a reference that gave none) as None:
+    strict JSON has no NaN."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
+
+
 def write_json(path, comparisons):
     """Write ``comparisons`` to ``path`` as one JSON object (the folder must exist)."""
     import json
 
     with open(path, "w") as fh:
-        json.dump(comparisons, fh, indent=2, sort_keys=True)
+        json.dump(_plain(comparisons), fh, indent=2, sort_keys=True, allow_nan=False)
         fh.write("\n")
+
+
+def _json_folder(p, out):
+    """Stop at once (argparse's error) when ``out``'s folder does not exist, not after the
+    bench has run."""
+    if out and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
+        p.error(f"--json {out}: its folder does not exist")
 
 
 def table(title, rows, columns, fmt="{:.3f}"):
@@ -117,6 +134,7 @@ def script(module, argv, ours):
     mod.add_arguments(p)
     _json_option(p)
     args = p.parse_args(argv)
+    _json_folder(p, args.json)
     found = mod.run(args)
     if args.json:
         write_json(args.json, found)
@@ -145,8 +163,7 @@ def main(argv=None):
         _json_option(one, default=argparse.SUPPRESS)  # given before or after the kernel
     args = p.parse_args(argv)
     out = args.json
-    if out and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
-        p.error(f"--json {out}: its folder does not exist")
+    _json_folder(p, out)
     kernel = args.kernel
     results = {}
     for slug in [kernel] if kernel else list(found):

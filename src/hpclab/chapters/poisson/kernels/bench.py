@@ -75,9 +75,10 @@ def run(args):
           f"{np.median([o['cython'] / o['c'] for o in rounds]):.3f} (target <= 1.1)")
     from hpclab.bench import compare_rounds
 
-    return {f"{a}/{b.replace('88', str(per))} N={args.N}":
+    names = {"bound88": f"bound{per}", "bound96": f"bound{wa}"}
+    return {f"{a}/{names.get(b, b)} N={args.N}":
             compare_rounds(rounds, a, b, "ms per iteration", True)
-            for a, b in (("c", "cython"), ("c", "bound88"), ("cython", "bound88"))}
+            for a, b in (("c", "cython"), ("c", "bound88"), ("c", "bound96"))}
 
 
 def main(argv=None):

@@ -137,6 +137,8 @@ def stream(rounds=3, threads=None, n=None, ntimes=10, source=None, bind="close")
                         found[f"{impl}/{ref} {op} n={n}"] = compare(
                             [r[op] / 1e9 for r in rates[impl]], [r[op] / 1e9 for r in rates[ref]],
                             "GB/s, best trial", lower_is_better=False)
+    print("cython / c: " + "  ".join(f"{op} {medians['cython'][op] / medians['c'][op]:.3f}"
+                                      for op in OPS))
     for op in OPS:
         found[f"cython/c {op} n={n}"] = compare([r[op] / 1e9 for r in rates["cython"]],
                                                 [r[op] / 1e9 for r in rates["c"]],
