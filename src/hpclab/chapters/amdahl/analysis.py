@@ -435,8 +435,9 @@ def numbers(sweep_run, roof, orfeo_topo, orfeo_ref):
         else "outside",
         "syn_asked": asked_fit["s"],
         "syn_asked_words": asked_fit.words("s", "serial fraction", digits=3),
-        "syn_asked_inside": "inside" if asked_fit.ci95["s"][0] <= syn_s
-        <= asked_fit.ci95["s"][1] else "outside",
+        "syn_asked_inside": "inside the interval, so the method recovers it"
+        if asked_fit.ci95["s"][0] <= syn_s <= asked_fit.ci95["s"][1] else
+        "outside the interval: this fit misses it, as a 95% interval does one time in twenty",
         "syn_over_ms": float(synthetic_oversleep(df)["oversleep"].median()) * 1e3,
         "syn_shift": syn_fit["s"] - asked_fit["s"],
         "syn_points": syn_fit.npoints, "syn_dof": syn_fit.dof,
