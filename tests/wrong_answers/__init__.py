@@ -58,6 +58,14 @@ def verdict_from_any_overlap(answer):
                  "    if high > 1:\n        return \"slower than the model\""))
 
 
+def judged_term_cases(answer, test):
+    """The wrong answers every lab that judges its furthest term shares (Amdahl, Jacobi,
+    Poisson): in the answer cell ``answer``, whose ``test`` tries the student's ``furthest``."""
+    return [interval_upside_down(answer), interval_ends_swapped(answer),
+            interval_typed_in(answer), furthest_by_distance(answer, test),
+            verdict_from_any_overlap(answer)]
+
+
 def labs():
     """{lab: its wrong answers} for every lab with a module here."""
     return {p.stem: importlib.import_module(f"wrong_answers.{p.stem}").WRONG

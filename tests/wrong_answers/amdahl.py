@@ -1,12 +1,5 @@
 """The Amdahl lab's common wrong answers (see tests/wrong_answers/__init__.py)."""
-from wrong_answers import (
-    case,
-    furthest_by_distance,
-    interval_ends_swapped,
-    interval_typed_in,
-    interval_upside_down,
-    verdict_from_any_overlap,
-)
+from wrong_answers import case, judged_term_cases
 
 # the solution's (a): scatter, add, gather
 COLLECTIVES = """    comm.Scatterv(send(A), a, root=0)
@@ -144,9 +137,5 @@ WRONG = [
          ("simulated",
           'float(sim_phases.loc[12, "total [ms]"] - _t1 * (sim_s1 + (1 - sim_s1) / 12))',
           'float(_t1 * (sim_s1 + (1 - sim_s1) / 12) - sim_phases.loc[12, "total [ms]"])')),
-    interval_upside_down("which_term"),
-    interval_ends_swapped("which_term"),
-    interval_typed_in("which_term"),
-    furthest_by_distance("which_term", "test_which_term"),
-    verdict_from_any_overlap("which_term"),
+    *judged_term_cases("which_term", "test_which_term"),
 ]

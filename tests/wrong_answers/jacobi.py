@@ -1,12 +1,5 @@
 """The Jacobi lab's common wrong answers (see tests/wrong_answers/__init__.py)."""
-from wrong_answers import (
-    case,
-    furthest_by_distance,
-    interval_ends_swapped,
-    interval_typed_in,
-    interval_upside_down,
-    verdict_from_any_overlap,
-)
+from wrong_answers import case, judged_term_cases
 
 WRONG = [
     case("one halo plane per rank: only the lower neighbour's", "test_exchange_slab",
@@ -77,9 +70,5 @@ WRONG = [
           'float(sim_table.loc[48, "slow-down, report 001"])')),
     case("T_s in ms beside T_c in s", "test_simulated", "in ms",
          ("simulated", '_Ts = _t.loc[1] * 1e-3', '_Ts = _t.loc[1]')),
-    interval_upside_down("which_term"),
-    interval_ends_swapped("which_term"),
-    interval_typed_in("which_term"),
-    furthest_by_distance("which_term", "test_which_term"),
-    verdict_from_any_overlap("which_term"),
+    *judged_term_cases("which_term", "test_which_term"),
 ]

@@ -1,12 +1,5 @@
 """The Poisson lab's common wrong answers (see tests/wrong_answers/__init__.py)."""
-from wrong_answers import (
-    case,
-    furthest_by_distance,
-    interval_ends_swapped,
-    interval_typed_in,
-    interval_upside_down,
-    verdict_from_any_overlap,
-)
+from wrong_answers import case, judged_term_cases
 
 WRONG = [
     case("the dot product of a rank's own rows", "test_cg", "own rows only",
@@ -65,9 +58,5 @@ WRONG = [
          ("order", "stats.t.ppf(0.975, len(Ns) - 2)", "stats.t.ppf(0.95, len(Ns) - 2)")),
     case("t with n - 1 degrees of freedom for a line", "test_order", "two parameters",
          ("order", "stats.t.ppf(0.975, len(Ns) - 2)", "stats.t.ppf(0.975, len(Ns) - 1)")),
-    interval_upside_down("which_part"),
-    interval_ends_swapped("which_part"),
-    interval_typed_in("which_part"),
-    furthest_by_distance("which_part", "test_which_part"),
-    verdict_from_any_overlap("which_part"),
+    *judged_term_cases("which_part", "test_which_part"),
 ]
