@@ -56,7 +56,8 @@ WRONG = wrong_answers.labs()
 
 def _names(source):
     """(names a cell defines, names it reads), from its code after IPython's transforms; a
-    cell magic's functions (``%%cython``) count as defined by name."""
+    cell magic's functions (``%%cython``) count as defined by name. Names local to a
+    function, lambda or comprehension are neither: ``[p for p in ...]`` defines no ``p``."""
     import ast
     import re
 
@@ -66,11 +67,52 @@ def _names(source):
     # def f(, cpdef double f(, cdef inline int f(: the name before the parenthesis
     defined = set(re.findall(r"^\s*c?p?def(?:\s+\w+)*?\s+(\w+)\s*\(", source, re.M))
     read = set()
-    for node in ast.walk(tree):
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+    comprehensions = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+    def stored(nodes):
+        return {n.id for node in nodes for n in ast.walk(node)
+                if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+
+    def visit(node, local):
+        """``local``: the names local to the enclosing function or comprehension (None at
+        the cell's top level)."""
         if isinstance(node, ast.Name):
-            (read if isinstance(node.ctx, ast.Load) else defined).add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            if isinstance(node.ctx, ast.Load):
+                if local is None or node.id not in local:
+                    read.add(node.id)
+            elif local is None:
+                defined.add(node.id)
+            return
+        if isinstance(node, scopes):
+            if local is None and not isinstance(node, ast.Lambda):
+                defined.add(node.name)
+            args = node.args
+            for outer in [*getattr(node, "decorator_list", ()), *args.defaults,
+                          *(d for d in args.kw_defaults if d is not None)]:
+                visit(outer, local)
+            body = node.body if isinstance(node.body, list) else [node.body]
+            declared = {n for b in body for g in ast.walk(b) if isinstance(g, ast.Global)
+                        for n in g.names}
+            defined.update(declared & stored(body))
+            params = {a.arg for a in ast.walk(args) if isinstance(a, ast.arg)}
+            inner = ((local or set()) | params | stored(body)
+                     | {n.name for b in body for n in ast.walk(b)
+                        if isinstance(n, (ast.FunctionDef, ast.ClassDef))}) - declared
+            for b in body:
+                visit(b, inner)
+            return
+        if isinstance(node, comprehensions):
+            inner = (local or set()) | stored([g.target for g in node.generators])
+            for child in ast.iter_child_nodes(node):
+                visit(child, inner)
+            return
+        if isinstance(node, ast.ClassDef) and local is None:
             defined.add(node.name)
+        for child in ast.iter_child_nodes(node):
+            visit(child, local)
+
+    visit(tree, None)
     return defined, read
 
 
@@ -78,10 +120,10 @@ def _names(source):
 @pytest.mark.parametrize("lab", sorted(WRONG))
 def test_each_wrong_answer_loses_only_its_own_points(lab, tmp_path, monkeypatch):
     """A wrong answer reruns its edited cells, every graded cell after the first of them, and
-    every other cell after it that reads a name those cells (re)defined; the cells the case
-    before it edited run again with the solution's sources in the same pass, which gives the
-    state back. Cells that read nothing an answer changed (the measurements, the simulation)
-    run once."""
+    every cell after it that reads a name those cells (re)defined, when a graded cell reads
+    what it defines; the cells the case before it edited run again with the solution's
+    sources in the same pass, which gives the state back. Cells that read nothing an answer
+    changed (the measurements, the simulation) and figures run once."""
     from nbclient import NotebookClient
 
     monkeypatch.setenv("HPCLAB_PROFILE", "quick")
@@ -94,6 +136,12 @@ def test_each_wrong_answer_loses_only_its_own_points(lab, tmp_path, monkeypatch)
     # a last cell that is neither an answer nor a check stops the engines: it runs at the end
     last = code[-1] if not (meta.get("grade") or meta.get("solution")) else len(nb.cells)
     names = {i: _names(solution[i]) for i in code}
+    # the cells a verdict can depend on: the graded ones and, backwards, every cell that
+    # defines a name one of them reads; the others (figures, printed tables) run once
+    needed = set(graded)
+    for i in reversed(code):
+        if i not in needed and any(names[i][0] & names[j][1] for j in needed if j > i):
+            needed.add(i)
     client = NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(tmp_path)}})
     cases = [(_edited(nb.cells, solution, w["edits"]), w) for w in WRONG[lab]]
@@ -105,12 +153,16 @@ def test_each_wrong_answer_loses_only_its_own_points(lab, tmp_path, monkeypatch)
 
         def rerun(edited, first):
             """Run the edited cells (sources from ``edited``, else the solution's), every
-            graded cell from ``first`` on, and the cells after the first edit that read what
-            changed."""
+            graded cell from ``first`` on, and the cells after the first edit that a verdict
+            can depend on and that read what changed. A cell's names change only when it is
+            edited or reads a changed name: a check run again on the same inputs gives them
+            the same values."""
             dirty = set()
             for i in (i for i in code if min(edited) <= i < last):
-                if i in edited or names[i][1] & dirty or (i in graded and i >= first):
+                changed = i in edited or bool(names[i][1] & dirty)
+                if (changed and (i in edited or i in needed)) or (i in graded and i >= first):
                     execute(i, edited.get(i) or solution[i])
+                if changed and (i in edited or i in needed):
                     dirty |= names[i][0] | (_names(edited[i])[0] if edited.get(i) else set())
 
         for i in code[:-1]:
