@@ -163,3 +163,30 @@ def test_the_jacobi_bench_sets_devito_beside_ours_or_says_how_to_get_it(tmp_path
     else:
         assert {"c/devito L=10", "cython/devito L=10"} <= found
         assert "C / Devito" in r.stdout
+
+
+def test_the_poisson_bench_fails_when_a_solver_beats_its_bound(tmp_path, monkeypatch):
+    """One small round for real: the bound and the three comparisons are in the file. Then a
+    bound beaten in every round (and only then) makes the bench exit 1, its comparisons
+    still written; beaten in one round of two is noise, not a failure."""
+    import json
+
+    from hpclab.chapters.poisson.kernels import bench as pb
+
+    out = tmp_path / "poisson.json"
+    r = subprocess.run([sys.executable, "-m", "hpclab.bench", "poisson", "--rounds", "1",
+                        "--N", "32", "--iterations", "5", "--ranks", "1", "--json", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode in (0, 1), r.stderr[-2000:]
+    found = json.loads(out.read_text())
+    assert {"c/cython N=32", "c/bound N=32", "cython/bound N=32", "c/model88 N=32"} == set(found)
+    assert "bytes per point" in r.stdout
+    fast, slow = {"c": 1.0, "cython": 2.0, "bound": 1.5}, {"c": 2.0, "cython": 2.0, "bound": 1.5}
+    assert pb.beaten([fast, fast]) == ["c"]
+    assert pb.beaten([fast, slow]) == []
+    rounds = [dict(fast, stream_add=10.0), dict(fast, stream_add=10.0)]
+    monkeypatch.setattr("hpclab.bench.rounds", lambda *a, **k: rounds)
+    monkeypatch.setattr(pb.launch, "usable_cores", lambda: 1)
+    fails = tmp_path / "fails.json"
+    assert bench.main(["poisson", "--json", str(fails)]) == 1
+    assert json.loads(fails.read_text())["c/bound N=2048"]["ratio"] == 1.5

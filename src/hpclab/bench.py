@@ -39,6 +39,31 @@ def benches():
     return out
 
 
+class BenchFailed(Exception):
+    """A bench that measured but found something that must not happen (an implementation
+    faster than its bound): its comparisons are still written, then the bench exits 1."""
+
+    def __init__(self, message, comparisons):
+        super().__init__(message)
+        self.comparisons = comparisons
+
+
+def _run_one(module, args, failures):
+    """``module.run(args)``: its comparisons, with a :class:`BenchFailed`'s message added to
+    ``failures``."""
+    try:
+        return module.run(args)
+    except BenchFailed as failed:
+        failures.append(str(failed))
+        return failed.comparisons
+
+
+def _failed(failures):
+    for message in failures:
+        print(f"FAILED: {message}", file=sys.stderr)
+    return 1 if failures else 0
+
+
 def spread(values):
     """min / median / max of a list of numbers, as a short string (µs or as given)."""
     v = np.asarray(values, dtype=float)
@@ -135,10 +160,11 @@ def script(module, argv, ours):
     _json_option(p)
     args = p.parse_args(argv)
     _json_folder(p, args.json)
-    found = mod.run(args)
+    failures = []
+    found = _run_one(mod, args, failures)
     if args.json:
         write_json(args.json, found)
-    return 0
+    return _failed(failures)
 
 
 def _json_option(p, default=None):
@@ -165,14 +191,15 @@ def main(argv=None):
     out = args.json
     _json_folder(p, out)
     kernel = args.kernel
-    results = {}
+    results, failures = {}, []
     for slug in [kernel] if kernel else list(found):
         print(f"\n=== {slug} ===")
-        results[slug] = found[slug].run(args if kernel else sub.choices[slug].parse_args([]))
+        results[slug] = _run_one(found[slug], args if kernel else sub.choices[slug].parse_args([]),
+                                 failures)
     if out:
         write_json(out, results[kernel] if kernel else results)
         print(f"\ncomparisons written to {out}")
-    return 0
+    return _failed(failures)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ cdef extern from "poisson.h" nogil:
                               double base, int rep, int repetitions, double *times,
                               char *msg, size_t msglen)
     int hpclab_poisson_fault
+    double hpclab_poisson_streams(long rows, long n, int iterations, int repetitions)
 
 METRICS = ("iteration", "matvec", "halo", "reduce", "update", "iterations", "residual",
            "error", "rss", "rss_base")
@@ -40,6 +41,19 @@ TOL = HPCLAB_POISSON_TOL
 
 class PoissonError(RuntimeError):
     """Raised on every rank when any rank's solve went wrong."""
+
+
+def streams(long rows, long n, int iterations=20, int repetitions=3):
+    """The bench's bound: best seconds per iteration of a CG iteration's vector traffic
+    without the stencil (q = 4 p, then the solver's own updates) on one rank's block of rows x
+    n points (see poisson.h). Raises PoissonError when the result is wrong or memory is short."""
+    cdef double best
+    with nogil:
+        best = hpclab_poisson_streams(rows, n, iterations, repetitions)
+    if best < 0:
+        raise PoissonError(f"the streams-only pass on {rows} x {n} points computed a wrong "
+                           "value or could not allocate its vectors")
+    return best
 
 
 def _set_fault(int on):

@@ -66,6 +66,16 @@ int hpclab_poisson_record(const hpclab_topo *t, double *x, double *q, long k, lo
 /* VmRSS of this process in bytes from /proc/self/status (0 where there is none). */
 double hpclab_vmrss(void);
 
+/*
+ * The bench's bound: on one rank's block of `rows` x n points (vectors of (rows + 2) x (n + 2)
+ * doubles, as a solve's), `iterations` passes of an iteration's vector traffic without the
+ * stencil: q = 4 p with p.q (read p, write q, as q = A p with its neighbours in cache), then
+ * the solver's own x += a p, r -= a q with r.r and p = r + b p. No CG iteration that stores q
+ * moves less. Returns the best seconds per iteration over `repetitions`, or -1 when the
+ * result is wrong or the vectors cannot be allocated.
+ */
+double hpclab_poisson_streams(long rows, long n, int iterations, int repetitions);
+
 /* Test hook: when non-zero, the last rank adds 1 to its halo point (0, 1) of p after every
  * exchange inside the iteration, so tests can prove it is caught. */
 extern int hpclab_poisson_fault;
