@@ -14,7 +14,8 @@ WRONG = [
          ("exchange_halo", "plane(d, i) for i in (0, 1, sizes[d] - 2,",
           "plane(d, i) for i in (1, 1, sizes[d] - 2,"),
          ("exchange_halo", " " * 67 + "sizes[d] - 1))", " " * 67 + "sizes[d] - 2))")),
-    case("the first plane sent up instead of down", "test_exchange_halo", "wrong plane",
+    case("lower and upper swapped: the first plane sent up, the last down", "test_exchange_halo",
+         "lower and upper are swapped",
          ("exchange_halo", "cart.Sendrecv([u, 1, first], dest=lower, sendtag=d, "
           "recvbuf=[u, 1, halo_high],\n                      source=upper, recvtag=d)",
           "cart.Sendrecv([u, 1, first], dest=upper, sendtag=d, recvbuf=[u, 1, halo_low],\n"

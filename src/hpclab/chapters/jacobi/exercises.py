@@ -99,6 +99,37 @@ def halo_check(engines, exchange, nprocs, shape=(12, 8, 6), sweeps=3, seed=0, ti
     return out
 
 
+def _swapped_faces(cart, u, u0, ranges, dims, coords):
+    """The halo faces of this rank's block ``u``, as (direction, "lower" or "upper"), that
+    hold the neighbour's other interior plane: its first where its last belongs (the lower
+    halo) or its last where its first belongs (the upper). A neighbour with one plane has
+    one, and is never counted."""
+    from mpi4py import MPI
+
+    from hpclab.kernels.topology import block_range
+
+    inner = tuple(slice(o, o + n) for o, n in ranges)
+    out = set()
+    for d in range(3):
+        lower, upper = cart.Shift(d, 1)
+        start, n = ranges[d]
+        for side, neighbour, index in (("lower", lower, 0), ("upper", upper, -1)):
+            if neighbour == MPI.PROC_NULL:
+                continue
+            first, planes = block_range(u0.shape[d], dims[d],
+                                        coords[d] - 1 if side == "lower" else coords[d] + 1)
+            if planes < 2:
+                continue
+            other = first if side == "lower" else first + planes - 1
+            face = list((slice(1, -1),) * 3)
+            face[d] = index
+            want = list(inner)
+            want[d] = other
+            if np.array_equal(u[tuple(face)], u0[tuple(want)]):
+                out.add((d, side))
+    return out
+
+
 def _cube_on_rank(exchange, nprocs, dims, shape, sweeps, seed):
     """Runs on every engine: the blocks of a 3D process grid, the student's exchange of the
     six faces, our sweep; rank 0 returns every block with its start."""
@@ -125,7 +156,7 @@ def _cube_on_rank(exchange, nprocs, dims, shape, sweeps, seed):
                 if neighbour != MPI.PROC_NULL:
                     u[(slice(None),) * d + (index,)] = np.nan
         unew = u.copy()
-        unfilled, overwritten = set(), set()
+        unfilled, overwritten, swapped = set(), set(), set()
         for step in range(sweeps):
             before = u[1:-1, 1:-1, 1:-1].copy()
             exchange(cart, u)
@@ -143,10 +174,12 @@ def _cube_on_rank(exchange, nprocs, dims, shape, sweeps, seed):
                         face[d] = index
                         if np.isnan(u[tuple(face)]).any():
                             unfilled.add((d, side))
+                swapped = _swapped_faces(cart, u, u0, ranges, dims, coords)
             jacobi.sweep(u, f, unew, w, diag)
             u, unew = unew, u
         unfilled_all = cart.gather(sorted(unfilled), root=0)
         overwritten_all = cart.gather(sorted(overwritten), root=0)
+        swapped_all = cart.gather(sorted(swapped), root=0)
         blocks = cart.gather((tuple(o for o, _ in ranges), u[1:-1, 1:-1, 1:-1].copy()),
                              root=0)
         rank = cart.Get_rank()
@@ -154,7 +187,8 @@ def _cube_on_rank(exchange, nprocs, dims, shape, sweeps, seed):
             return {"rank": rank}
         return {"rank": 0, "blocks": blocks,
                 "unfilled": sorted({face for faces in unfilled_all for face in faces}),
-                "overwritten": sorted({face for faces in overwritten_all for face in faces})}
+                "overwritten": sorted({face for faces in overwritten_all for face in faces}),
+                "swapped": sorted({face for faces in swapped_all for face in faces})}
 
 
 def cube_halo_check(engines, exchange, nprocs, dims, shape=(9, 8, 7), sweeps=3, seed=0,
@@ -169,9 +203,11 @@ def cube_halo_check(engines, exchange, nprocs, dims, shape=(9, 8, 7), sweeps=3, 
     next call), ``wrong`` (points that differ), ``nan`` (points reached by a face never
     filled), ``first_wrong`` (the global index of the first point that differs) and
     ``unfilled`` (the faces, as (direction, "lower" or "upper"), that some rank with a
-    neighbour there still held as NaN after the first exchange) and ``overwritten`` (the
+    neighbour there still held as NaN after the first exchange), ``overwritten`` (the
     block's own first or last planes, as (direction, "lower" or "upper"), that the first
-    exchange changed on some rank: received into, instead of the halo beyond them).
+    exchange changed on some rank: received into, instead of the halo beyond them) and
+    ``swapped`` (the halo faces that some rank's first exchange filled with the neighbour's
+    other interior plane: the lower halo with its first, the upper with its last).
     """
     if not 1 <= nprocs <= engines.n:
         raise ValueError(f"nprocs must be between 1 and the {engines.n} engines, got {nprocs}")
@@ -179,7 +215,7 @@ def cube_halo_check(engines, exchange, nprocs, dims, shape=(9, 8, 7), sweeps=3, 
     if len(dims) != 3 or int(np.prod(dims)) != nprocs:
         raise ValueError(f"dims must be three extents whose product is {nprocs}, got {dims}")
     out = {"ok": False, "deadlocked": False, "wrong": 0, "nan": 0, "first_wrong": None,
-           "unfilled": [], "overwritten": []}
+           "unfilled": [], "overwritten": [], "swapped": []}
     try:
         per_rank = engines.run(_cube_on_rank, exchange, int(nprocs), dims, tuple(shape),
                                int(sweeps), int(seed), timeout=timeout,
@@ -197,7 +233,8 @@ def cube_halo_check(engines, exchange, nprocs, dims, shape=(9, 8, 7), sweeps=3, 
     bad = ~np.isclose(got, want, rtol=1e-12, atol=1e-12)
     out.update(ok=not bad.any(), wrong=int(bad.sum()), nan=int(np.isnan(got).sum()),
                unfilled=[tuple(f) for f in root["unfilled"]],
-               overwritten=[tuple(f) for f in root["overwritten"]])
+               overwritten=[tuple(f) for f in root["overwritten"]],
+               swapped=[tuple(f) for f in root["swapped"]])
     if bad.any():
         out["first_wrong"] = tuple(int(v) for v in np.argwhere(bad)[0])
     return out
