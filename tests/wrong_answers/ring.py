@@ -44,6 +44,8 @@ WRONG = [
          ("prediction", "= 1 * pp_latency_us", "= 2 * pp_latency_us")),
     case("the ordered step as two latencies", "test_prediction", "two turns",
          ("prediction", "= 4 * pp_latency_us", "= 2 * pp_latency_us")),
+    case("the prediction typed in, rounded", "test_prediction", "typed in or rounded",
+         ("prediction", "= 1 * pp_latency_us", "= round(pp_latency_us, 3)")),
     case("the predictions in seconds", "test_prediction", "microseconds",
          ("prediction", "= 1 * pp_latency_us", "= 1 * pp_latency_s"),
          ("prediction", "= 4 * pp_latency_us", "= 4 * pp_latency_s")),

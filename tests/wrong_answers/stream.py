@@ -11,6 +11,12 @@ WRONG = [
          ("triad", 'prange(n, nogil=True, schedule="static", num_threads=threads)', "range(n)")),
     case("a triad on one thread whatever it is given", "test_triad", "one thread",
          ("triad", "num_threads=threads)", "num_threads=1)")),
+    case("the ten runs timed together, the total ten times", "test_bandwidth",
+         "one time ten times",
+         ("bandwidth", "for _ in range(10):\n    t0 = time.perf_counter()\n"
+          "    triad(a, b, c, 3.0, CORES)\n    my_times.append(time.perf_counter() - t0)",
+          "t0 = time.perf_counter()\nfor _ in range(10):\n    triad(a, b, c, 3.0, CORES)\n"
+          "my_times = [time.perf_counter() - t0] * 10")),
     case("the write-allocate read counted", "test_bandwidth", "write-allocate",
          ("bandwidth", "return 24 * n", "return 32 * n")),
     case("the bandwidth in GiB/s", "test_bandwidth", "GiB/s",
