@@ -457,7 +457,14 @@ def _result(model, x, y, popt, pcov, label):
 
 @dataclass
 class TwoSegmentFit:
-    """Result of :func:`fit_two_segment`: Hockney below and above the breakpoint."""
+    """Result of :func:`fit_two_segment`: Hockney below and above the breakpoint.
+
+    Fields: ``left`` and ``right``, the two segments' fits (``fit["lambda"]``, ``fit["B"]``);
+    ``breakpoint_low``, the largest size of the left segment, and ``breakpoint_high``, the
+    smallest size of the right one (the break lies between them); ``x`` and ``y``, the points
+    fitted; ``residuals`` and ``r2``; ``candidates``, every split tried. ``table()`` shows
+    both segments with their sizes, ``predict(x)`` the fitted time at x.
+    """
 
     left: Fit
     right: Fit
