@@ -23,16 +23,21 @@ def _pingpong_on_rank(loop, nbytes, iterations, seed, ticking=False):
     pickled = pickle_calls(loop)
     if pickled:  # every rank sees the same function, so every rank returns here
         return {"rank": rank, "time": None, "messages": None, "barriers": None,
-                "received": None, "pickled": pickled}
+                "received": None, "pickled": pickled, "clock_reads": None}
     sbuf, rbuf = Buffer(nbytes), Buffer(nbytes)
     send, recv = np.frombuffer(sbuf, np.uint8), np.frombuffer(rbuf, np.uint8)
     if rank < 2:
         send[:] = pattern(nbytes, seed + rank)
-    clock = [1000.0]
+    clock, reads = [1000.0], [0]
     given = _TickingComm(comm, clock) if ticking else comm
     real = MPI.Wtime
+
+    def ticking_wtime():
+        reads[0] += 1
+        return clock[0]
+
     if ticking:
-        MPI.Wtime = lambda: clock[0]
+        MPI.Wtime = ticking_wtime
     try:
         result = loop(given, sbuf, rbuf, iterations)
     finally:
@@ -41,7 +46,8 @@ def _pingpong_on_rank(loop, nbytes, iterations, seed, ticking=False):
     return {"rank": rank, "time": None if result is None else float(result),
             "messages": given.messages if ticking else None,
             "barriers": given.barriers if ticking else None,
-            "received": recv.copy() if rank < 2 else None, "pickled": []}
+            "received": recv.copy() if rank < 2 else None, "pickled": [],
+            "clock_reads": reads[0] if ticking else None}
 
 
 def _received(per_rank, nbytes, seed):
@@ -306,7 +312,8 @@ def pingpong_clock_check(engines, loop, nbytes, iterations=10, timeout=60, seed=
     divides by 2·iterations returns exactly one TICK: ``ticks`` is rank 0's result in ticks
     (1 for the one-way time, 2 for a round trip, 1 + BARRIER_TICKS / (2·iterations) when the
     barrier is timed). ``messages``: messages each rank sent and received; ``barriers``:
-    barriers each rank called.
+    barriers each rank called; ``clock_reads``: how often rank 0's loop read MPI.Wtime (0:
+    it timed itself with another clock, which the check cannot tick).
     """
     per_rank = engines.run(_pingpong_on_rank, loop, int(nbytes), int(iterations),
                            int(seed), True, timeout=timeout,
@@ -316,4 +323,5 @@ def pingpong_clock_check(engines, loop, nbytes, iterations=10, timeout=60, seed=
             "messages": [r["messages"] for r in per_rank],
             "barriers": [r["barriers"] for r in per_rank],
             "received_ok": _received_ok(per_rank, nbytes, seed),
-            "pickled": per_rank[0]["pickled"]}
+            "pickled": per_rank[0]["pickled"],
+            "clock_reads": per_rank[0]["clock_reads"]}
