@@ -54,6 +54,11 @@ def _edited(cells, solution, edits):
 WRONG = wrong_answers.labs()
 
 
+# methods that change their object in place (a cell calling one on x defines x again)
+MUTATORS = {"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "clear",
+            "add", "discard", "remove", "sort", "fill"}
+
+
 def _names(source):
     """(names a cell defines, names it reads), from its code after IPython's transforms; a
     cell magic's functions (``%%cython``) count as defined by name. Names local to a
@@ -70,9 +75,23 @@ def _names(source):
     scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
     comprehensions = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
+    nested = (*scopes, *comprehensions, ast.ClassDef)
+
     def stored(nodes):
-        return {n.id for node in nodes for n in ast.walk(node)
-                if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        """The names ``nodes`` bind in their own scope (not in functions, lambdas,
+        comprehensions or classes nested in them)."""
+        out, todo = set(), list(nodes)
+        while todo:
+            n = todo.pop()
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                out.add(n.id)
+            todo.extend(c for c in ast.iter_child_nodes(n) if not isinstance(c, nested))
+        return out
+
+    def base(node):
+        while isinstance(node, (ast.Subscript, ast.Attribute)):
+            node = node.value
+        return node.id if isinstance(node, ast.Name) else None
 
     def visit(node, local):
         """``local``: the names local to the enclosing function or comprehension (None at
@@ -109,6 +128,14 @@ def _names(source):
             return
         if isinstance(node, ast.ClassDef) and local is None:
             defined.add(node.name)
+        # x[k] = v, x.a = v and x.append(v) change x in place: they define it again
+        if local is None and isinstance(node, (ast.Subscript, ast.Attribute)) \
+                and not isinstance(node.ctx, ast.Load) and base(node):
+            defined.add(base(node))
+        if local is None and isinstance(node, ast.Call) \
+                and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS \
+                and base(node.func.value):
+            defined.add(base(node.func.value))
         for child in ast.iter_child_nodes(node):
             visit(child, local)
 

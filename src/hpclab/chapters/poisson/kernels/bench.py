@@ -49,7 +49,14 @@ def _ours(N, iterations):
         out[impl] = float(np.min(t[0])) * 1e3
     rows = -(-N // comm.Get_size())  # the largest block's rows
     comm.Barrier()
-    out["bound"] = comm.allreduce(_poisson.streams(rows, N, iterations, 3), op=MPI.MAX) * 1e3
+    try:
+        mine, problem = _poisson.streams(rows, N, iterations, 3), None
+    except _poisson.PoissonError as err:  # every rank stops, none is left in the allreduce
+        mine, problem = float("inf"), str(err)
+    problems = [p for p in comm.allgather(problem) if p]
+    if problems:
+        raise SystemExit(problems[0])
+    out["bound"] = comm.allreduce(mine, op=MPI.MAX) * 1e3
     n = (rows + 2) * (N + 2)
     out["stream_add"] = 24 * n * comm.Get_size() / stream.add_seconds_slowest(comm, n) / 1e9
     if comm.Get_rank() == 0:

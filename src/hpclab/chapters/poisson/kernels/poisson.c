@@ -126,9 +126,10 @@ static double scale(const double *restrict p, double *restrict q, size_t m)
 
 double hpclab_poisson_streams(long rows, long n, int iterations, int repetitions)
 {
-    /* a = 1/4 and b = 1/2: per point r' = r - p, p' = r - p/2, which decays (|eigenvalues|
-     * = 0.71) and stays far from denormal numbers over a bench's iterations */
-    const double a = 0.25, b = 0.5;
+    /* a = 1/4 and b = 1: per point r' = r - p and p' = r, a rotation of period 6 (x gains
+     * p/4, which sums to 0 over a period): the values neither grow nor decay to denormal
+     * numbers, however many iterations */
+    const double a = 0.25, b = 1.0;
     const size_t s = (size_t)n + 2, points = ((size_t)rows + 2) * s, m = (size_t)rows * s;
     double *x = hpclab_alloc(points * sizeof *x, 0), *r = hpclab_alloc(points * sizeof *r, 0);
     double *p = hpclab_alloc(points * sizeof *p, 0), *q = hpclab_alloc(points * sizeof *q, 0);
