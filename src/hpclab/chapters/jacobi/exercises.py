@@ -112,7 +112,6 @@ def _swapped_faces(cart, u, u0, ranges, dims, coords):
     out = set()
     for d in range(3):
         lower, upper = cart.Shift(d, 1)
-        start, n = ranges[d]
         for side, neighbour, index in (("lower", lower, 0), ("upper", upper, -1)):
             if neighbour == MPI.PROC_NULL:
                 continue
@@ -177,18 +176,16 @@ def _cube_on_rank(exchange, nprocs, dims, shape, sweeps, seed):
                 swapped = _swapped_faces(cart, u, u0, ranges, dims, coords)
             jacobi.sweep(u, f, unew, w, diag)
             u, unew = unew, u
-        unfilled_all = cart.gather(sorted(unfilled), root=0)
-        overwritten_all = cart.gather(sorted(overwritten), root=0)
-        swapped_all = cart.gather(sorted(swapped), root=0)
-        blocks = cart.gather((tuple(o for o, _ in ranges), u[1:-1, 1:-1, 1:-1].copy()),
-                             root=0)
+        faces = {"unfilled": unfilled, "overwritten": overwritten, "swapped": swapped}
+        gathered = cart.gather((tuple(o for o, _ in ranges), u[1:-1, 1:-1, 1:-1].copy(),
+                                faces), root=0)
         rank = cart.Get_rank()
         if rank != 0:
             return {"rank": rank}
-        return {"rank": 0, "blocks": blocks,
-                "unfilled": sorted({face for faces in unfilled_all for face in faces}),
-                "overwritten": sorted({face for faces in overwritten_all for face in faces}),
-                "swapped": sorted({face for faces in swapped_all for face in faces})}
+        out = {"rank": 0, "blocks": [(starts, block) for starts, block, _ in gathered]}
+        for kind in faces:  # a face any rank reported
+            out[kind] = sorted(set().union(*(each[kind] for _, _, each in gathered)))
+        return out
 
 
 def cube_halo_check(engines, exchange, nprocs, dims, shape=(9, 8, 7), sweeps=3, seed=0,
