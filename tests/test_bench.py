@@ -177,7 +177,9 @@ def test_the_poisson_bench_fails_when_a_solver_beats_its_bound(tmp_path, monkeyp
     r = subprocess.run([sys.executable, "-m", "hpclab.bench", "poisson", "--rounds", "1",
                         "--N", "32", "--iterations", "5", "--ranks", "1", "--json", str(out)],
                        capture_output=True, text=True, timeout=300)
-    assert r.returncode in (0, 1), r.stderr[-2000:]
+    # N = 32 is in cache, where a solver may beat the streams pass: exit 1, but only for that
+    assert r.returncode == 0 or (r.returncode == 1 and "beat the bound in every round"
+                                 in r.stderr), r.stderr[-2000:]
     found = json.loads(out.read_text())
     assert {"c/cython N=32", "c/bound N=32", "cython/bound N=32", "c/model88 N=32"} == set(found)
     assert "bytes per point" in r.stdout
