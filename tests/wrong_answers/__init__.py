@@ -49,6 +49,14 @@ def furthest_by_distance(answer, test):
                  "return max(finite, key=lambda k: abs(finite[k] - 1))"))
 
 
+def furthest_keeps_infinite(answer, test):
+    """The furthest term chosen with only NaN skipped, so an infinite ratio (a model time of 0)
+    wins, in the answer cell ``answer`` of a lab whose ``test`` tries ``furthest``."""
+    return case("the furthest term with an infinite ratio kept", test, "infinite ratio",
+                (answer, "finite = {k: v for k, v in ratios.items() if np.isfinite(v)}",
+                 "finite = {k: v for k, v in ratios.items() if not np.isnan(v)}"))
+
+
 def verdict_from_any_overlap(answer):
     """"Slower than the model" whenever the interval reaches above 1, in the answer cell
     ``answer`` of a lab whose verdict check tries the student's ``verdict``."""
@@ -63,7 +71,7 @@ def judged_term_cases(answer, test):
     Poisson): in the answer cell ``answer``, whose ``test`` tries the student's ``furthest``."""
     return [interval_upside_down(answer), interval_ends_swapped(answer),
             interval_typed_in(answer), furthest_by_distance(answer, test),
-            verdict_from_any_overlap(answer)]
+            furthest_keeps_infinite(answer, test), verdict_from_any_overlap(answer)]
 
 
 def labs():

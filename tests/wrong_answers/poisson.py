@@ -58,5 +58,23 @@ WRONG = [
          ("order", "stats.t.ppf(0.975, len(Ns) - 2)", "stats.t.ppf(0.95, len(Ns) - 2)")),
     case("t with n - 1 degrees of freedom for a line", "test_order", "two parameters",
          ("order", "stats.t.ppf(0.975, len(Ns) - 2)", "stats.t.ppf(0.975, len(Ns) - 1)")),
+    case("the dot product's total on rank 0 only, a rank's own sum elsewhere", "test_cg",
+         "not only rank 0",
+         ("cg", "return comm.allreduce(float(np.vdot(a[1:-1, 1:-1], b[1:-1, 1:-1])), op=MPI.SUM)",
+          "own = float(np.vdot(a[1:-1, 1:-1], b[1:-1, 1:-1]))\n"
+          "    total = comm.reduce(own, op=MPI.SUM)\n"
+          "    return total if comm.Get_rank() == 0 else own")),
+    case("A p not zero outside the interior", "test_cg", "not zero outside the interior",
+         ("cg", "    q = np.zeros_like(p)\n", "    q = np.ones_like(p)\n")),
+    case("CG counting one iteration too many", "test_cg", "count the updates of x",
+         ("cg", "    return x, k\n", "    return x, k + 1\n")),
+    case("the reductions' log2 P not rounded up", "test_predict", "rounded up",
+         ("predict", "reduce = 2 * np.ceil(np.log2(P)) * lam", "reduce = 2 * np.log2(P) * lam")),
+    case("the rows of Table 4.2(c), another binding", "test_speedup", "Table 4.2(c)",
+         ("speedup", 'table41c = sc[sc["table"] == "4.1(c)"].copy()',
+          'table41c = sc[sc["table"] == "4.2(c)"].copy()')),
+    case("worst_ratio typed in", "test_worst_verdict", "worst_ratio",
+         ("which_part", "worst_verdict = verdict(worst_low, worst_high)",
+          "worst_verdict = verdict(worst_low, worst_high)\nworst_ratio = 9.16")),
     *judged_term_cases("which_part", "test_which_part"),
 ]

@@ -186,7 +186,8 @@ def require(*names):
 
 NAN = float("nan")
 # ratios on which the rules students write instead of |log(ratio)| pick another term: the
-# largest ratio and |ratio - 1| both take 1.8 over 0.4; a NaN first trips a plain max
+# largest ratio and |ratio - 1| both take 1.8 over 0.4; a NaN first trips a plain max, and an
+# infinite ratio (a model time of 0) wins it
 _FURTHEST = (
     ({"a": 0.4, "b": 1.8}, "a", "0.4 is further from 1 than 1.8 on a logarithmic scale (2.5 "
      "times too fast against 1.8 times too slow): compare |log(ratio)|, not the largest ratio "
@@ -195,6 +196,8 @@ _FURTHEST = (
      "slow: compare |log(ratio)|"),
     ({"b": NAN, "a": 3.0}, "a", "skip a NaN ratio (a term with no model time): it is no "
      "distance from 1, and max() with a NaN first keeps the NaN"),
+    ({"a": 3.0, "b": float("inf")}, "a", "skip an infinite ratio too (a time measured against "
+     "a model time of 0): it says the model has no such term, not how far off the term is"),
 )
 _VERDICT = (((1.1, 1.3), "slower than the model"), ((0.7, 0.9), "faster than the model"),
             ((0.9, 1.4), "no difference shown"), ((0.6, 1.05), "no difference shown"),
