@@ -1,6 +1,8 @@
 """The Jacobi lab's common wrong answers (see tests/wrong_answers/__init__.py)."""
 from wrong_answers import case, judged_term_cases
 
+K_RULE = 'k_cut = {P: sum(q > 1 for q in jx.grid_of("cube", P)) for P in range(1, 9)}'
+
 WRONG = [
     case("one halo plane per rank: only the lower neighbour's", "test_exchange_slab",
          "differ from the serial sweep",
@@ -32,8 +34,24 @@ WRONG = [
          ("predict", "comm = L**2 * k * 2 * 8 / B + k * lam",
           "comm = L**2 * 2 * 8 / B + lam if k else 0.0")),
     case("three directions cut at every P", "test_predict", "k_cut",
-         ("predict", 'k_cut = {P: sum(q > 1 for q in jx.grid_of("cube", P)) for P in P_TIMED}',
-          "k_cut = {P: 3 for P in P_TIMED}")),
+         ("predict", K_RULE,
+          "k_cut = {P: 3 for P in range(1, 9)}")),
+    case("k as P - 1 (right at P = 1 and 2 only)", "test_predict", "k_cut[3] = 2",
+         ("predict", K_RULE,
+          "k_cut = {P: P - 1 for P in range(1, 9)}")),
+    case("k as 1 whenever P > 1", "test_predict", "k_cut[4] = 1",
+         ("predict", K_RULE,
+          "k_cut = {P: int(P > 1) for P in range(1, 9)}")),
+    case("k_cut for the timed P only", "test_predict", "from 1 to 8",
+         ("predict", K_RULE,
+          'k_cut = {P: sum(q > 1 for q in jx.grid_of("cube", P)) for P in P_TIMED}')),
+    case("ORFEO's latency over TCP", "test_orfeo", "over Ob1 TCP",
+         ("orfeo", "k48 * 0.99e-6", "k48 * 16.7e-6")),
+    case("the mean of the repetitions for compute", "test_which_term", "mean of the repetitions",
+         ("which_term", 'compute_ratio = float(measured.loc[P_top, "compute"] / _Ts)',
+          "from hpclab import records\n"
+          'compute_ratio = float(np.mean(records.samples(df, "compute", kind="weak", impl="c", '
+          'decomposition="cube", overlap=False, L=L, nprocs=P_top)) / _Ts)')),
     case("one thread's bandwidth for every P", "test_predict", "one thread's bandwidth",
          ("predict", "(stream_gbs[P] / P * 1e9)", "(stream_gbs[1] * 1e9)")),
     case("P threads' bandwidth for every rank", "test_predict", "stream_gbs[P] / P",

@@ -46,7 +46,7 @@ KERNEL = Kernel(
         # weak: points per rank and dimension (L); strong: global points per dimension;
         # compare: the implementations at the first strong size; check_upto: correctness
         # simulated: L, rank counts (report 001's) and sweeps on a simulated cluster
-        "quick": {"weak": [12], "strong": [20], "sweeps": 4, "repetitions": 2,
+        "quick": {"weak": [12], "strong": [20], "sweeps": 4, "repetitions": 3,
                   "check_upto": 4, "timeout": 60,
                   "simulated": {"L": 16, "ranks": [1, 4, 8, 12, 24, 48], "sweeps": 2}},
         "standard": {"weak": [64, 128], "strong": [96, 192], "sweeps": 20, "repetitions": 3,

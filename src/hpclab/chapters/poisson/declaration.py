@@ -47,7 +47,7 @@ KERNEL = Kernel(
         # (time per iteration over `iterations` iterations); compare: the implementations;
         # simulated: N, rank counts and iterations of the simulated cluster (hpclab.simulate)
         "quick": {"convergence": [16, 32, 64], "strong": [64], "iterations": 40,
-                  "compare": 64, "repetitions": 2, "check_upto": 4, "timeout": 60,
+                  "compare": 64, "repetitions": 3, "check_upto": 4, "timeout": 60,
                   "simulated": {"n": 512, "ranks": [1, 2, 4, 8, 16, 32, 48, 96],
                                 "iterations": 5}},
         "standard": {"convergence": [32, 64, 128, 256, 512, 1024], "strong": [256, 1024, 2048],
