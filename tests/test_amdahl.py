@@ -38,7 +38,7 @@ def test_cli_writes_every_phase_for_every_distribution(cli_run):
 def test_serial_fraction_and_prediction_from_the_records(cli_run):
     df, _ = cli_run
     s = exp.serial_fraction(df)
-    assert 0 < s["s"] < 1 and s["reps"] == 2 and s["low"] <= s["s"] <= s["high"]
+    assert 0 < s["s"] < 1 and s["reps"] == 3 and s["low"] <= s["s"] <= s["high"]
     sp = exp.speedups(df)
     assert list(sp["nprocs"]) == [1, 2] and np.isclose(sp["median"].iloc[0], 1.0)
     _, p, lines = exp.speedup_points(df)

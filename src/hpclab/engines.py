@@ -93,6 +93,10 @@ _MPI_HINTS = {
                          "receive buffer for what its sender sends, counted in elements",
     "MPI_ERR_TRUNCATE": "a receive buffer smaller than the message sent into it: size each "
                         "receive buffer for what its sender sends, counted in elements",
+    "See the MPI_ERROR field in MPI_Status": "a message did not fit what was posted for it "
+                                             "(in a collective, most often a receive too small "
+                                             "for its send): the counts and displacements of "
+                                             "both sides must agree, counted in elements",
 }
 
 

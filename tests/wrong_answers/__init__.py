@@ -66,12 +66,21 @@ def verdict_from_any_overlap(answer):
                  "    if high > 1:\n        return \"slower than the model\""))
 
 
+def verdict_at_one(answer):
+    """"Slower than the model" for an interval whose low end is 1 (low >= 1), in the answer
+    cell ``answer`` of a lab whose verdict check tries the student's ``verdict``."""
+    return case("a difference claimed for an interval that ends at 1", "test_worst_verdict",
+                "ends at 1",
+                (answer, "    if low > 1:\n", "    if low >= 1:\n"))
+
+
 def judged_term_cases(answer, test):
     """The wrong answers every lab that judges its furthest term shares (Amdahl, Jacobi,
     Poisson): in the answer cell ``answer``, whose ``test`` tries the student's ``furthest``."""
     return [interval_upside_down(answer), interval_ends_swapped(answer),
             interval_typed_in(answer), furthest_by_distance(answer, test),
-            furthest_keeps_infinite(answer, test), verdict_from_any_overlap(answer)]
+            furthest_keeps_infinite(answer, test), verdict_from_any_overlap(answer),
+            verdict_at_one(answer)]
 
 
 def labs():

@@ -106,6 +106,28 @@ WRONG = [
     case("s as the ratio of summed times", "test_serial_fraction", "average the runs' fractions",
          ("serial_fraction", "return float((serial / runs[\"total\"]).mean())",
           "return float(serial.sum() / runs[\"total\"].sum())")),
+    case("s as the median of the runs' fractions", "test_serial_fraction",
+         "mean over your one-rank runs",
+         ("serial_fraction", "return float((serial / runs[\"total\"]).mean())",
+          "return float((serial / runs[\"total\"]).median())")),
+    case("s and 1 - s swapped in Amdahl's law", "test_serial_fraction", "swapped",
+         ("serial_fraction", "return 1.0 / (s + (1.0 - s) / np.asarray(P, dtype=float))",
+          "return 1.0 / ((1.0 - s) + s / np.asarray(P, dtype=float))")),
+    case("boxes of A and B sent as contiguous copies", "test_cartesian_add",
+         "as contiguous copies",
+         ("cartesian_add", "            cart.Send([A, 1, t], dest=r, tag=1)\n"
+          "            cart.Send([B, 1, t], dest=r, tag=2)\n",
+          "            s_, c_ = box(r)\n"
+          "            sl = tuple(slice(o, o + n) for o, n in zip(s_, c_))\n"
+          "            cart.Send(A[sl].copy(), dest=r, tag=1)\n"
+          "            cart.Send(B[sl].copy(), dest=r, tag=2)\n")),
+    case("boxes of C received into contiguous arrays", "test_cartesian_add",
+         "into contiguous arrays",
+         ("cartesian_add", "            cart.Recv([C, 1, t], source=r, tag=3)\n",
+          "            s_, c_ = box(r)\n"
+          "            buf = np.empty(c_)\n"
+          "            cart.Recv(buf, source=r, tag=3)\n"
+          "            C[tuple(slice(o, o + n) for o, n in zip(s_, c_))] = buf\n")),
     case("s without the create phase", "test_serial_fraction", "leaves out the create phase",
          ("serial_fraction", 'serial = runs["create"] + runs["distribute"] + runs["collect"]',
           'serial = runs["distribute"] + runs["collect"]')),
@@ -122,6 +144,9 @@ WRONG = [
     case("ORFEO's speed-up on one node at 12 cores", "test_orfeo", "24 cores",
          ("orfeo", "orfeo_S24 = float(predict_speedup(s_orfeo, 24))",
           "orfeo_S24 = float(predict_speedup(s_orfeo, 12))")),
+    case("s from another row of the dataset", "test_orfeo", "amdahl_serial_fraction_s",
+         ("orfeo", 's_orfeo = float(orfeo.set_index("quantity").loc["amdahl_serial_fraction_s", '
+          '"value"])', 's_orfeo = float(orfeo["value"].iloc[1])')),
     case("a rounded speed-up", "test_orfeo", "but rounded",
          ("orfeo", "orfeo_S48 = float(predict_speedup(s_orfeo, 48))",
           "orfeo_S48 = round(float(predict_speedup(s_orfeo, 48)), 2)")),

@@ -64,7 +64,8 @@ def _derived(arg):
 class CountingComm:
     """A communicator that counts the calls made on it and on the communicators made from it
     (``Create_cart``, ``Dup``, ...): every attribute is the real communicator's. The calls
-    given a buffer described by a derived datatype are counted under :data:`DERIVED` too."""
+    given a buffer described by a derived datatype are counted under :data:`DERIVED` too, and
+    under ``f"{DERIVED} {name}"`` for each call's name."""
 
     def __init__(self, comm, calls):
         self._comm, self._calls = comm, calls
@@ -80,6 +81,8 @@ class CountingComm:
             self._calls[name] = self._calls.get(name, 0) + 1
             if any(_derived(a) for a in (*args, *kwargs.values())):
                 self._calls[DERIVED] = self._calls.get(DERIVED, 0) + 1
+                key = f"{DERIVED} {name}"  # which call was given one
+                self._calls[key] = self._calls.get(key, 0) + 1
             out = attr(*args, **kwargs)
             return CountingComm(out, self._calls) if isinstance(out, MPI.Comm) else out
 
@@ -201,6 +204,7 @@ _FURTHEST = (
 )
 _VERDICT = (((1.1, 1.3), "slower than the model"), ((0.7, 0.9), "faster than the model"),
             ((0.9, 1.4), "no difference shown"), ((0.6, 1.05), "no difference shown"),
+            ((1.0, 1.2), "no difference shown"), ((0.8, 1.0), "no difference shown"),
             ((NAN, NAN), "cannot tell"))
 
 
@@ -228,7 +232,9 @@ def verdict_problem(verdict):
         except Exception as exc:  # noqa: BLE001 - the student's error, said in words
             return f"verdict({low}, {high}) raised {type(exc).__name__}: {exc}"
         if got != want:
-            why = ("an interval that holds 1 shows no difference, wherever the ratio inside it "
+            why = ("an interval that ends at 1 holds 1: a difference needs the whole interval "
+                   "strictly above or below 1 (low > 1, high < 1)" if 1.0 in (low, high) else
+                   "an interval that holds 1 shows no difference, wherever the ratio inside it "
                    "lies" if want == "no difference shown" else
                    "with no interval (NaN) nothing can be told" if want == "cannot tell" else
                    "the whole interval lies on one side of 1: the measurement is "

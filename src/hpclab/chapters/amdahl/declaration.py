@@ -48,7 +48,7 @@ KERNEL = Kernel(
         # core of their own); check_upto: correctness runs (oversubscribed allowed);
         # simulated: the shape and rank counts on a simulated cluster (hpclab.simulate)
         "quick": {"shapes": [[48, 20, 20], [24, 40, 20]], "weak": [24, 20, 20],
-                  "compare": ["none", "3d"], "repetitions": 2,
+                  "compare": ["none", "3d"], "repetitions": 3,
                   "synthetic": {"s": 0.3, "work": 0.2, "procs": 4, "jitter": 0.03,
                                 "repetitions": 3, "seed": 1},
                   "check_upto": 4, "timeout": 60,

@@ -215,6 +215,13 @@ def cartesian_check(engines, add_func, nprocs, ndims, shape=(30, 21, 10), seed=0
     from hpclab.exercises import DERIVED
 
     derived = sum(r.get("calls", {}).get(DERIVED, 0) for r in per_rank)
+    root = next((r for r in per_rank if r["rank"] == 0), None)
+    root_calls = root.get("calls", {}) if root is not None else {}
+
+    def in_place(names):  # rank 0's calls of these names given a derived datatype
+        return sum(n for key, n in root_calls.items()
+                   if key.startswith(f"{DERIVED} ") and key[len(DERIVED) + 1:] in names)
+
     counted = len(problems)
     wrong_boxes = []
     for r in per_rank:
@@ -243,6 +250,15 @@ def cartesian_check(engines, add_func, nprocs, ndims, shape=(30, 21, 10), seed=0
             "no send or receive was given a derived datatype: the boxes travel as contiguous "
             "copies; (b) describes each rank's box of A, B and C in the global array with "
             "MPI.DOUBLE.Create_subarray and sends or receives it in place, [A, 1, box_type]")
+    elif nprocs > 1 and len(problems) == counted and in_place(SENDS) < 2 * (nprocs - 1):
+        problems.append(
+            "rank 0 sent the boxes of A and B as contiguous copies: describe each rank's box in "
+            "the global array with a subarray datatype t and send it in place, "
+            "cart.Send([A, 1, t], dest=r), with no copy")
+    elif nprocs > 1 and len(problems) == counted and in_place(RECEIVES) < nprocs - 1:
+        problems.append(
+            "rank 0 received the boxes of C into contiguous arrays and copied them: receive "
+            "each into its place in C with the same datatype, cart.Recv([C, 1, t], source=r)")
     if wrong_boxes:
         r = wrong_boxes[0]
         (s, c), (ws, wc) = r["box"], r["want_box"]
