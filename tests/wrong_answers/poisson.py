@@ -17,6 +17,15 @@ WRONG = [
          ("cg", "    cart.Sendrecv(p[1], dest=lower, sendtag=1, recvbuf=p[-1], source=upper, "
           "recvtag=1)\n    cart.Sendrecv(p[-2], dest=upper, sendtag=2, recvbuf=p[0], "
           "source=lower, recvtag=2)\n", "")),
+    case("both blocking sends before the receives (buffered only while rows are small)",
+         "test_cg", "Pair each send with its receive",
+         ("cg", "    cart.Sendrecv(p[1], dest=lower, sendtag=1, recvbuf=p[-1], source=upper, "
+          "recvtag=1)\n    cart.Sendrecv(p[-2], dest=upper, sendtag=2, recvbuf=p[0], "
+          "source=lower, recvtag=2)\n",
+          "    cart.Send(np.ascontiguousarray(p[1]), dest=lower, tag=1)\n"
+          "    cart.Send(np.ascontiguousarray(p[-2]), dest=upper, tag=2)\n"
+          "    cart.Recv(p[-1], source=upper, tag=1)\n"
+          "    cart.Recv(p[0], source=lower, tag=2)\n")),
     case("one halo row per rank", "test_cg", "never filled",
          ("cg", "    cart.Sendrecv(p[-2], dest=upper, sendtag=2, recvbuf=p[0], "
           "source=lower, recvtag=2)\n", "")),

@@ -67,6 +67,42 @@ def _parts_on_rank(dot, apply_A, cg, nprocs, n, seed, tol):
         return out
 
 
+# columns of the wide strip: a halo row of 64 Ki doubles (512 KiB) is beyond the size up to
+# which MPICH, Open MPI and Intel MPI buffer a send (16 KiB deadlocks MPICH already), so a
+# blocking send that waits for its receive shows as a deadlock, not as luck
+WIDE_COLUMNS = 1 << 16
+
+
+def _wide_on_rank(apply_A, nprocs, columns):
+    """Runs on every engine: the student's product on a strip of two rows per rank, each row
+    ``columns`` wide, so that every halo message is too large for MPI to buffer."""
+    from mpi4py import MPI
+
+    from hpclab.kernels.api import first_ranks
+
+    with first_ranks(MPI.COMM_WORLD, nprocs, dims=[nprocs]) as cart:
+        if cart is None:
+            return None
+        p = np.zeros((4, columns + 2))
+        p[1:-1, 1:-1] = 1.0
+        apply_A(cart, p)
+        return cart.Get_rank()
+
+
+def wide_rows_deadlock(engines, apply_A, nprocs, timeout=15):
+    """Whether the student's ``apply_A`` deadlocks on rows too wide for MPI to buffer a send
+    (a blocking Send before the Recv on both neighbours); an error it raises is not judged
+    here."""
+    try:
+        engines.run(_wide_on_rank, apply_A, int(nprocs), WIDE_COLUMNS, timeout=timeout,
+                    what=f"your apply_A on rows of {WIDE_COLUMNS} values on {nprocs} ranks")
+    except TimeoutError:
+        return True
+    except Exception:  # noqa: BLE001 - a failure of the product is told by poisson_check
+        return False
+    return False
+
+
 def _at_maxiter(cg, cart, rhs, dot, apply_A, tol, maxiter=2):
     """What the student's cg does when it cannot converge in ``maxiter`` iterations: None when
     it raises a RuntimeError, else what it did instead, in words."""
@@ -96,7 +132,8 @@ def poisson_check(engines, dot, apply_A, cg, nprocs, n=24, seed=0, timeout=60):
     on the first nprocs engines, each rank holding its rows of an n x n mesh as an array of
     (rows + 2) x (n + 2): a halo row above and below, the boundary columns.
 
-    ``cg`` is also run with ``maxiter=2``, which must raise a RuntimeError.
+    ``cg`` is also run with ``maxiter=2``, which must raise a RuntimeError, and ``apply_A``
+    on rows too wide for MPI to buffer a send (:func:`wide_rows_deadlock`).
 
     Returns a dict with ``dot``, ``apply`` and ``cg``, each None when right, else what is
     wrong in words, and ``deadlocked``, ``iterations`` and ``reference_iterations``.
@@ -209,6 +246,12 @@ def poisson_check(engines, dot, apply_A, cg, nprocs, n=24, seed=0, timeout=60):
                      "crosses tol * ||r0|| far from where the order of a sum could move it: "
                      "count the updates of x (none before the first), and test "
                      "||r|| <= tol * ||r0|| before each, as the reference does")
+    if out["apply"] is None and nprocs > 1 and wide_rows_deadlock(engines, apply_A, nprocs):
+        out["apply"] = (f"on {nprocs} ranks with rows of {WIDE_COLUMNS} values, apply_A did not "
+                        "finish: a deadlock. A blocking Send returns only once MPI has "
+                        "buffered the message or its receive is posted; small rows are "
+                        "buffered, large ones wait, and both neighbours were sending. Pair "
+                        "each send with its receive in cart.Sendrecv")
     stuck = next((r for r in per_rank if r.get("maxiter")), None)
     if out["cg"] is None and stuck is not None:
         out["cg"] = (f"cg(..., maxiter=2), on a mesh that needs {k_ref} iterations, "
