@@ -76,7 +76,7 @@ WRONG = [
           "own = float(np.vdot(a[1:-1, 1:-1], b[1:-1, 1:-1]))\n"
           "    total = comm.reduce(own, op=MPI.SUM)\n"
           "    return total if comm.Get_rank() == 0 else own")),
-    case("A p not zero outside the interior", "test_cg", "not zero outside the interior",
+    case("A p not zero outside the interior", "test_cg", "not zero on the mesh's boundary",
          ("cg", "    q = np.zeros_like(p)\n", "    q = np.ones_like(p)\n")),
     case("CG counting one iteration too many", "test_cg", "count the updates of x",
          ("cg", "    return x, k\n", "    return x, k + 1\n")),
