@@ -217,7 +217,10 @@ def test_each_wrong_answer_loses_only_its_own_points(lab, tmp_path, monkeypatch)
                                 f"{wrong['loses']}; " + " | ".join(
                                     f"{_grade_id(nb.cells[i])}: {_error(nb.cells[i])}"
                                     for i in graded if i >= first and _failed(nb.cells[i])))
-            restore = dict.fromkeys(edited, None)
+            # and the cells that define a name the case's edits defined and the solution's
+            # cells do not (a given measurement redefined in an answer): they give it back
+            extra = set().union(*(_names(src)[0] - names[i][0] for i, src in edited.items()))
+            restore = dict.fromkeys([*edited, *(j for j in code[:-1] if names[j][0] & extra)])
         if restore:
             rerun(restore, len(nb.cells))
         if last < len(nb.cells):

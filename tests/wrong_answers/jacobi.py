@@ -9,6 +9,11 @@ WRONG = [
          ("exchange_slab",
           "    cart.Sendrecv(u[1], dest=lower, sendtag=1, recvbuf=u[-1], source=upper, "
           "recvtag=1)\n", "")),
+    case("periodic neighbours (modulo) on a non-periodic grid", "test_exchange_slab",
+         "nothing may wrap around",
+         ("exchange_slab", "    lower, upper = cart.Shift(0, 1)\n",
+          "    size, rank = cart.Get_size(), cart.Get_rank()\n"
+          "    lower, upper = (rank - 1) % size, (rank + 1) % size\n")),
     case("the halo of one direction only", "test_exchange_halo", "still held NaN",
          ("exchange_halo", "    for d in range(3):", "    for d in range(1):")),
     case("received into the block's own first and last planes", "test_exchange_halo",

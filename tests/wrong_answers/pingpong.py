@@ -26,6 +26,17 @@ WRONG = [
          "includes the barrier",
          ("pingpong_loop", "    comm.Barrier()\n    t0 = MPI.Wtime()\n",
           "    t0 = MPI.Wtime()\n    comm.Barrier()\n")),
+    case("only the send timed, one clock read around each", "test_pingpong_loop",
+         "read it once",
+         ("pingpong_loop", "    t0 = MPI.Wtime()\n    if rank == 0:\n"
+          "        for _ in range(iterations):\n"
+          "            comm.Send(sendbuf, dest=1, tag=0)\n",
+          "    t0, total = MPI.Wtime(), 0.0\n    if rank == 0:\n"
+          "        for _ in range(iterations):\n            t = MPI.Wtime()\n"
+          "            comm.Send(sendbuf, dest=1, tag=0)\n"
+          "            total += MPI.Wtime() - t\n"),
+         ("pingpong_loop", "    return (MPI.Wtime() - t0) / (2 * iterations)",
+          "    return total / iterations if rank == 0 else (MPI.Wtime() - t0) / (2 * iterations)")),
     case("the batches' times in microseconds", "test_pingpong_batches", "in microseconds",
          ("pingpong_batches", "return [loop(comm, sendbuf, recvbuf, iterations)",
           "return [1e6 * loop(comm, sendbuf, recvbuf, iterations)")),
@@ -56,6 +67,16 @@ WRONG = [
          ("overhead", "(row[\"yours\"] - row[\"c\"]) * 1e6", "row[\"yours\"] / row[\"c\"]")),
     case("the Python overhead in seconds", "test_overhead", "microseconds",
          ("overhead", "(row[\"yours\"] - row[\"c\"]) * 1e6", "row[\"yours\"] - row[\"c\"]")),
+    case("the Python overhead rounded", "test_overhead", "typed in or rounded",
+         ("overhead", "(row[\"yours\"] - row[\"c\"]) * 1e6",
+          "round((row[\"yours\"] - row[\"c\"]) * 1e6, 4)")),
+    case("the measured time redefined as the mean of the batches", "test_which_term",
+         "leave it so",
+         ("which_term", "lam_r, B_r = ",
+          "measured_big_s = float(np.mean(big_times))\nlam_r, B_r = ")),
+    case("Ulysses' share kept typed in", "test_ulysses_peak", "typed in or rounded",
+         ("ulysses_peak", "ulysses_kept = float(_bw.iloc[-1] / _bw.max())",
+          "ulysses_kept = round(float(_bw.iloc[-1] / _bw.max()), 3)")),
     case("np.polyfit's coefficients read in the wrong order", "test_fit_hockney",
          "slope first",
          ("fit_hockney", "slope, intercept = np.polyfit", "intercept, slope = np.polyfit")),
