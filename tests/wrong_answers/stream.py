@@ -2,6 +2,8 @@
 from wrong_answers import case
 
 WRONG = [
+    case("the triad with STREAM's scalar typed in", "test_triad", "scalar = 3.0 only",
+         ("triad", "a[j] = b[j] + scalar * c[j]", "a[j] = b[j] + 3.0 * c[j]")),
     case("the triad leaves the last element out", "test_triad", "the last one too",
          ("triad", "prange(n, nogil", "prange(n - 1, nogil")),
     case("the triad writes into b", "test_triad", "must not change b or c",
