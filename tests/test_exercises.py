@@ -102,3 +102,32 @@ def test_the_rule_checks_accept_the_rules_and_name_the_usual_others():
     blind = exercises.verdict_problem(lambda lo, hi: stats.verdict(lo, hi)
                                       if np.isfinite(lo) else "no difference shown")
     assert "nothing can be told" in blind
+
+
+def test_a_students_timings_are_saved_for_the_instructor_and_never_taken_as_inputs(
+        tmp_path, monkeypatch):
+    """save_yours writes <chapter>-yours with provenance, keeps only finite numbers, a row per
+    entry of a Series indexed by a parameter, nothing when nothing is a number; the inputs
+    resolver, which takes a chapter's experiment by name, never picks it."""
+    import numpy as np
+    import pandas as pd
+
+    from hpclab import exercises, inputs, records
+
+    monkeypatch.setenv("HPCLAB_RESULTS_DIR", str(tmp_path))
+    path = exercises.save_yours("pingpong", "one-way time",
+                                pd.Series([1e-6, np.nan, 2e-5],
+                                          index=pd.Index([0, 8, 1024], name="nbytes")),
+                                "s", nprocs=2)
+    run = records.load(path)
+    assert run.meta["experiment"] == "pingpong-yours" and run.meta["student_code"]
+    assert run.meta["machine"] and "git_commit" in run.meta
+    assert list(run.records["nbytes"]) == [0, 1024]
+    assert list(run.records["value"]) == [1e-6, 2e-5]
+    assert set(run.records["impl"]) == {"yours"} and set(run.records["nprocs"]) == {2}
+    again = records.load(exercises.save_yours("stream", "triad", [3.0, float("inf"), 1.0], "s",
+                                              nthreads=2, n=100))
+    assert list(again.records["value"]) == [3.0, 1.0] and set(again.records["n"]) == {100}
+    assert exercises.save_yours("stream", "triad", [float("nan")], "s") is None
+    assert exercises.save_yours("stream", "triad", ["not a number"], "s") is None
+    assert inputs.resolve("pingpong", out_dir=tmp_path).run is None

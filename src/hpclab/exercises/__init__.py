@@ -187,6 +187,38 @@ def require(*names):
                           "code, then run its cell, then this one)") from None
 
 
+def save_yours(chapter, what, values, unit, nprocs=1, nthreads=1, **params):
+    """Save the timings of a student's own kernel as a run of experiment ``<chapter>-yours``
+    in results/, with the provenance of every run (machine, commit, profile, time): for the
+    instructor, never an input of another lab (those resolve their chapter's experiment by
+    name). ``values``: one number per repetition, in ``unit``; or a pandas Series whose named
+    index is a parameter (a row per entry: ``nbytes`` -> time). Values that are not finite
+    numbers are left out. Returns the CSV's path, or None when nothing is left."""
+    import numpy as np
+
+    from hpclab import profiles, records
+
+    experiment = f"{chapter}-yours"
+    index = getattr(values, "index", None)
+    if index is not None and getattr(index, "name", None):
+        groups = [({**params, index.name: key}, [value]) for key, value in values.items()]
+    else:
+        groups = [(params, values)]
+    rows = []
+    for where, numbers in groups:
+        try:
+            numbers = np.asarray(numbers, dtype=float).ravel()
+        except (TypeError, ValueError):  # not numbers: the checks say what is wrong with them
+            continue
+        numbers = numbers[np.isfinite(numbers)]
+        rows += records.rows(experiment, chapter, "yours", nprocs, nthreads, where, numbers,
+                             what, unit)
+    if not rows:
+        return None  # nothing measured: a kernel that raised or returned no number
+    meta = records.metadata(experiment, profiles.name(), {"student_code": True, "what": what})
+    return records.Run(records.frame(rows), meta).save()
+
+
 NAN = float("nan")
 # ratios on which the rules students write instead of |log(ratio)| pick another term: the
 # largest ratio and |ratio - 1| both take 1.8 over 0.4; a NaN first trips a plain max, and an
