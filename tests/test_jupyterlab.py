@@ -246,8 +246,14 @@ def test_a_lab_runs_reruns_its_engines_saves_and_reopens_cleanly(lab_server, bro
     assert found.path == saved[0].with_suffix(".csv"), found.report()
     text = inputs.report(later[0], lab_server[2] / "results")
     assert str(found.path) in text, text
-    assert len(busy) >= 4 and sum(busy[1:-1]) >= 0.9 * len(busy[1:-1]), \
-        f"the status bar said Busy in {sum(busy)} of {len(busy)} looks while the cell ran"
+    # the bar may take a look or two to turn Busy on a loaded machine (a CI run once saw False,
+    # False, then True to the end); from the first Busy on, it must stay Busy
+    first = busy.index(True) if True in busy else len(busy)
+    during = busy[first:-1]
+    assert len(busy) >= 4 and first <= max(2, len(busy) // 4) \
+        and sum(during) >= 0.9 * len(during), \
+        (f"the status bar said Busy in {sum(busy)} of {len(busy)} looks while the cell ran, "
+         f"the first at look {first}: {busy}")
     # only the unanswered exercises may fail, and they say so
     failed = {i: e for i, e in ran.items() if e}
     assert failed, "the untouched lab raised nowhere: are its exercises stubs?"

@@ -44,8 +44,11 @@ WRONG = [
          ("prediction", "= 1 * pp_latency_us", "= 2 * pp_latency_us")),
     case("the ordered step as two latencies", "test_prediction", "two turns",
          ("prediction", "= 4 * pp_latency_us", "= 2 * pp_latency_us")),
-    case("the prediction typed in, rounded", "test_prediction", "typed in or rounded",
-         ("prediction", "= 1 * pp_latency_us", "= round(pp_latency_us, 3)")),
+    # off by a relative 2e-4, not round(): a latency measured in whole nanoseconds over a batch
+    # can round to itself and lose nothing
+    case("the prediction typed in, off in the fourth digit", "test_prediction",
+         "typed in or rounded",
+         ("prediction", "= 1 * pp_latency_us", "= pp_latency_us * (1 + 2e-4)")),
     case("the predictions in seconds", "test_prediction", "microseconds",
          ("prediction", "= 1 * pp_latency_us", "= 1 * pp_latency_s"),
          ("prediction", "= 4 * pp_latency_us", "= 4 * pp_latency_s")),
