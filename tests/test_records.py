@@ -46,6 +46,15 @@ def test_save_can_publish_under_names_that_stay(tmp_path):
     assert meta["records"] == "pingpong-records.csv" and meta["run_id"] == run.meta["run_id"]
 
 
+@pytest.mark.parametrize("run_id", ["123456789012", "12345e678901", "000000000000"])
+def test_a_run_id_that_looks_like_a_number_loads_as_text(tmp_path, run_id):
+    meta = {**records.metadata("pingpong", "quick"), "run_id": run_id}
+    run = records.Run(sample(), meta)
+    back, _ = records.load(run.save(tmp_path))
+    assert list(back["run"].unique()) == [run_id]
+    pd.testing.assert_frame_equal(back, run.records)
+
+
 def test_atomic_write_refuses_to_replace(tmp_path):
     target = tmp_path / "x.csv"
     target.write_text("earlier run")

@@ -288,7 +288,9 @@ def load(path: str | Path) -> Run:
     csv, js = path.with_suffix(".csv"), path.with_suffix(".json")
     import pandas as pd
 
-    df = validate(pd.read_csv(csv))
+    # a run id is text: read as the CSV's type guess, one of hex digits only (0.35% of ids) or
+    # with an "e" among them came back as a number, and no longer matched its metadata
+    df = validate(pd.read_csv(csv, dtype={"run": str}))
     meta = json.loads(js.read_text()) if js.exists() else {}
     if "run" in df.columns and "run_id" not in meta and df["run"].nunique() == 1:
         meta["run_id"] = str(df["run"].iloc[0])
