@@ -109,10 +109,10 @@ def pytest_sessionfinish(session, exitstatus):
 # the files that take minutes, longest first (``--durations`` of a run lists them): under
 # ``--dist loadfile --no-loadscope-reorder`` the workers take files in this order, so none of
 # them starts at the end of the run; the book's readers (test_site) come after the book
-LONGEST_FIRST = ("test_wrong_answers.py", "test_book.py", "test_hostile_class.py",
-                 "test_notebooks.py", "test_notebooks_grading.py", "test_jupyterlab.py",
-                 "test_launch.py", "test_kernels.py", "test_site.py", "test_pingpong.py",
-                 "test_ring.py")
+LONGEST_FIRST = ("test_wrong_answers.py", "test_wrong_answers_second.py", "test_book.py",
+                 "test_hostile_class.py", "test_notebooks.py", "test_notebooks_grading.py",
+                 "test_jupyterlab.py", "test_launch.py", "test_kernels.py", "test_site.py",
+                 "test_pingpong.py", "test_ring.py")
 
 
 def pytest_collection_modifyitems(config, items):

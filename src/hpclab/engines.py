@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hpclab import processes, shm
+from hpclab.mpicython import PREFIX, build_dir
 from hpclab.mpirun import DEFAULT_TIMEOUT, output_tail, without_job_identity
 from hpclab.ranks import (
     THREAD_LEVEL,
@@ -120,7 +121,7 @@ _FRAME = re.compile(r"^File (?P<file>.+?):(?P<line>\d+)(?:, in (?P<func>[^(\n]+)
 _INTERNAL = ("ipyparallel", "<string>", "site-packages", "hpclab/launch.py",
              "hpclab/engines.py", "hpclab/mpirun.py", "hpclab/ranks.py",
              # the labs' harnesses that call the student's code, and mpi4py's sources
-             "hpclab/exercises/", "hpclab/chapters/", "mpi4py/MPI.src/")
+             "hpclab/exercises/", "hpclab/chapters/", "hpclab/mpicython.py", "mpi4py/MPI.src/")
 
 
 def remote_frames(tb):
@@ -134,6 +135,13 @@ def remote_frames(tb):
     for m in _FRAME.finditer(text):
         path, lineno, func = m["file"].strip(), int(m["line"]), (m["func"] or "").strip()
         if any(mark in path for mark in _INTERNAL):
+            continue
+        if Path(path).name.startswith(PREFIX):  # an %%mpi_cython cell: its own lines
+            func = func.rpartition(".")[2]
+            lines.append(f'  File "your %%mpi_cython cell", line {lineno}, in {func}')
+            source = linecache.getline(str(build_dir() / Path(path).name), lineno).strip()
+            if source:
+                lines.append(f"    {source}")
             continue
         lines.append(f'  File "{path}", line {lineno}' + (f", in {func}" if func else ""))
         source = linecache.getline(path, lineno).strip()
@@ -170,6 +178,7 @@ atexit.register(_stop_all_at_exit)
 _WATCHER = """
 import os, select, signal, sys
 from hpclab import processes, shm
+from hpclab.mpicython import PREFIX, build_dir
 from hpclab.processes import start_time as started
 
 groups = [arg.split(":") for arg in sys.argv[1:]]

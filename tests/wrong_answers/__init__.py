@@ -1,8 +1,9 @@
 """The common wrong answers of each lab, one module per lab (named for it): each module's
 ``WRONG`` lists cases made by :func:`case`. A case is an edit of the solution's answer cells,
 the graded cell it must fail (``loses``) and words the failing check must say (``says``, in
-its AssertionError); every other graded cell must still pass (tests/test_wrong_answers.py).
-An edit is ``(answer cell's grade_id, old text, new text)``."""
+its AssertionError); every other graded cell must still pass (tests/test_wrong_answers.py,
+which leaves half the labs to tests/test_wrong_answers_second.py). An edit is
+``(answer cell's grade_id, old text, new text)``."""
 import importlib
 from pathlib import Path
 

@@ -102,6 +102,10 @@ def _defined(source):
     """Names a cell's code binds at its top level (assignments, def, class, import)."""
     import ast
 
+    if source.lstrip().startswith("%%mpi_cython"):  # Cython: the functions it compiles
+        from hpclab import mpicython
+
+        return set(mpicython.function_names(source.lstrip().partition("\n")[2]))
     try:  # IPython's own syntax (%time, !ls) as the Python it runs
         from IPython.core.inputtransformer2 import TransformerManager
 
@@ -187,13 +191,14 @@ def require(*names):
                           "code, then run its cell, then this one)") from None
 
 
-def save_yours(chapter, what, values, unit, nprocs=1, nthreads=1, **params):
+def save_yours(chapter, what, values, unit, nprocs=1, nthreads=1, impl="yours", **params):
     """Save the timings of a student's own kernel as a run of experiment ``<chapter>-yours``
     in results/, with the provenance of every run (machine, commit, profile, time): for the
     instructor, never an input of another lab (those resolve their chapter's experiment by
     name). ``values``: one number per repetition, in ``unit``; or a pandas Series whose named
     index is a parameter (a row per entry: ``nbytes`` -> time). Values that are not finite
-    numbers are left out. Returns the CSV's path, or None when nothing is left."""
+    numbers are left out. ``impl`` names the kernel when a lab times two of the student's
+    (``yours_cython``). Returns the CSV's path, or None when nothing is left."""
     import numpy as np
 
     from hpclab import profiles, records
@@ -211,7 +216,7 @@ def save_yours(chapter, what, values, unit, nprocs=1, nthreads=1, **params):
         except (TypeError, ValueError):  # not numbers: the checks say what is wrong with them
             continue
         numbers = numbers[np.isfinite(numbers)]
-        rows += records.rows(experiment, chapter, "yours", nprocs, nthreads, where, numbers,
+        rows += records.rows(experiment, chapter, impl, nprocs, nthreads, where, numbers,
                              what, unit)
     if not rows:
         return None  # nothing measured: a kernel that raised or returned no number

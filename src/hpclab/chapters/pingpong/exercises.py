@@ -254,14 +254,17 @@ def batches_clock_check(engines, batches, nbytes=256, warmup=3, iterations=4, re
 
 
 def time_batches(engines, batches, loop, sizes, warmup=10, iterations=200, repetitions=5,
-                 timeout=60):
+                 timeout=60, cython_loop=None):
     """Time the student's ``batches`` with their ``loop`` beside the library's C and Python
     (buffer API) kernels, at the same sizes and counts, one after the other in this call.
     A loop that names the pickle API (:func:`pickle_calls`) is replaced by
-    :func:`reference_loop`, with a warning.
+    :func:`reference_loop`, with a warning. With ``cython_loop`` (the student's loop from an
+    ``%%mpi_cython`` cell), their batches around it too, and the library's Cython kernel.
 
     Returns a DataFrame: ``nbytes`` and the median one-way time in seconds of ``yours``,
-    ``c`` and ``python``.
+    (``yours_cython``,) ``c``, (``cython``,) and ``python``. A Cython loop that does not finish
+    within CY_TIMEOUT (a deadlock: its check says which) leaves ``yours_cython`` empty (NaN)
+    from that size on; the other columns are measured.
     """
     import pandas as pd
 
@@ -273,7 +276,7 @@ def time_batches(engines, batches, loop, sizes, warmup=10, iterations=200, repet
                       "talk to the buffer API on the other side: your batches are timed with "
                       "the lab's own loop (reference_loop) instead", stacklevel=2)
         loop = reference_loop
-    rows = []
+    rows, cython_stuck = [], None
     for nbytes in sizes:
         mine = engines.run(_run_batches, batches, loop, int(nbytes), int(warmup),
                            int(iterations), int(repetitions), timeout=timeout,
@@ -286,7 +289,22 @@ def time_batches(engines, batches, loop, sizes, warmup=10, iterations=200, repet
                           f"message, not {repetitions}: the median of those is used",
                           stacklevel=2)
         row = {"nbytes": int(nbytes), "yours": float(np.median(mine))}
-        for impl in ("c", "python"):
+        if cython_loop is not None:
+            row["yours_cython"] = float("nan")
+            if not cython_stuck:
+                try:
+                    theirs = engines.run(_run_batches, batches, cython_loop, int(nbytes),
+                                         int(warmup), int(iterations), int(repetitions),
+                                         timeout=min(timeout, CY_TIMEOUT),
+                                         what=f"your batches around your Cython loop "
+                                              f"({nbytes} B)")[0]
+                    row["yours_cython"] = float(np.median(theirs)) if theirs else float("nan")
+                except TimeoutError:  # the rest is still measured; the check of (c) says why
+                    cython_stuck = nbytes
+                    warnings.warn(f"your Cython loop did not finish at {nbytes} B within "
+                                  f"{min(timeout, CY_TIMEOUT)} s (its check says why): its "
+                                  "column is empty from there on", stacklevel=2)
+        for impl in ("c", "cython", "python") if cython_loop is not None else ("c", "python"):
             recs = engines.run(sweep.measure, impl, int(nbytes), int(warmup), int(iterations),
                                int(repetitions), timeout=timeout,
                                what=f"the library's {impl} ping-pong ({nbytes} B)")[0]
@@ -325,3 +343,78 @@ def pingpong_clock_check(engines, loop, nbytes, iterations=10, timeout=60, seed=
             "received_ok": _received_ok(per_rank, nbytes, seed),
             "pickled": per_rank[0]["pickled"],
             "clock_reads": per_rank[0]["clock_reads"]}
+
+
+CY_SIZES = (0, 1024)  # the Cython loop's bytes checked, every rank's pattern compared
+CY_DEADLOCK_BYTES = 1 << 20  # beyond any eager limit: a loop whose ranks both send first waits
+CY_ROUNDS = 7  # round trips asked of rank 0's loop while the check answers on rank 1
+CY_TIMEOUT = 30  # seconds for the Cython loop's batches of one size: a stuck loop costs no more
+_DONE = 32000  # the tag that tells the counting partner that rank 0's loop has returned
+
+
+def _rounds_on_rank(loop, nbytes, iterations):
+    """Runs on every engine: the student's loop on rank 0 only; rank 1 answers every message
+    rank 0 sends, with the same tag, until rank 0 says that its loop has returned, and counts
+    the round trips. A loop that calls MPI's C functions cannot be counted by a wrapped
+    communicator; a partner that counts can. Returns rank 1's count (None on other ranks)."""
+    from mpi4py import MPI
+
+    from hpclab.kernels.common._common import Buffer
+
+    comm = MPI.COMM_WORLD.Dup()  # nothing left over reaches the next check
+    try:
+        rank, count = comm.Get_rank(), None
+        sbuf, rbuf = Buffer(nbytes), Buffer(nbytes)
+        if rank == 0:
+            loop(comm, sbuf, rbuf, iterations)
+            comm.Send([np.zeros(0, np.uint8), MPI.BYTE], dest=1, tag=_DONE)
+        elif rank == 1:
+            comm.Barrier()  # the loop's own barrier, as the loop's rank 1 would call it
+            count, status = 0, MPI.Status()
+            while True:
+                comm.Probe(source=0, tag=MPI.ANY_TAG, status=status)
+                if status.Get_tag() == _DONE:
+                    comm.Recv([np.zeros(0, np.uint8), MPI.BYTE], source=0, tag=_DONE)
+                    break
+                comm.Recv(rbuf, source=0, tag=status.Get_tag())
+                comm.Send(sbuf, dest=0, tag=status.Get_tag())
+                count += 1
+        else:
+            comm.Barrier()
+        return count
+    finally:
+        comm.Free()
+
+
+def cython_loop_check(engines, loop, iterations=200, timeout=30, seed=11):
+    """Check the student's compiled loop (an ``%%mpi_cython`` function, which the ticking
+    clock cannot reach: it calls MPI's C functions) by what it delivers.
+
+    Returns ``sizes``: bytes -> the :func:`pingpong_check` result at each of CY_SIZES, or
+    the string ``"timeout"`` when the loop did not finish (a send with no matching receive);
+    ``deadlock``: True when a few round trips of CY_DEADLOCK_BYTES did not finish within
+    ``timeout`` (both ranks sending before they receive waits forever once the message is
+    too large to be buffered); ``rounds``: the round trips rank 0's loop made when asked for
+    ``asked`` (CY_ROUNDS), counted by a partner on rank 1 that answers each message (None
+    when it did not finish). Nothing here depends on a time.
+    """
+    out = {"sizes": {}, "deadlock": False, "rounds": None, "asked": CY_ROUNDS}
+    for nbytes in CY_SIZES:
+        try:
+            out["sizes"][nbytes] = pingpong_check(engines, loop, nbytes, iterations=iterations,
+                                                  timeout=timeout, seed=seed)
+        except TimeoutError:
+            out["sizes"][nbytes] = "timeout"
+            return out
+    try:
+        pingpong_check(engines, loop, CY_DEADLOCK_BYTES, iterations=2, timeout=timeout,
+                       seed=seed)
+    except TimeoutError:
+        out["deadlock"] = True
+        return out
+    try:
+        out["rounds"] = engines.run(_rounds_on_rank, loop, 8, CY_ROUNDS, timeout=timeout,
+                                    what="your Cython loop's rank 0, answered by a counter")[1]
+    except TimeoutError:
+        pass
+    return out

@@ -1,0 +1,109 @@
+"""%%mpi_cython: a notebook cell of Cython with mpi4py's cimports, compiled once in the
+notebook's process and called on the MPI engines."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from hpclab import mpicython
+
+CELL = textwrap.dedent('''\
+    # cython: language_level=3
+    from mpi4py cimport MPI
+    from mpi4py.libmpi cimport MPI_Allreduce, MPI_Comm, MPI_INT, MPI_SUM
+
+    cdef int _twice(int x) noexcept nogil:
+        return 2 * x
+
+    def rank_sum(MPI.Comm comm, int k):
+        """The sum over ranks of (rank + k), by MPI_Allreduce on the C handle."""
+        cdef int mine = comm.Get_rank() + k, total = 0
+        MPI_Allreduce(&mine, &total, 1, MPI_INT, MPI_SUM, comm.ob_mpi)
+        return total
+
+    cpdef int doubled(int x):
+        return _twice(x)
+
+    def fails(int k):
+        raise ValueError(f"raised in the cell with {k}")
+    ''')
+
+
+def test_the_functions_of_a_cell_are_its_top_level_def_and_cpdef():
+    assert mpicython.function_names(CELL) == ["rank_sum", "doubled", "fails"]
+    assert mpicython.function_names("cdef double f(double x):\n    return x\n") == []
+    assert mpicython.function_names("cpdef unsigned long f(int n):\n    pass\n"
+                                    "def g():\n    def inner():\n        pass\n") == ["f", "g"]
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory, monkeypatch_module):
+    where = tmp_path_factory.mktemp("cy")
+    monkeypatch_module.setattr(mpicython, "build_dir", lambda: where)
+    return mpicython.functions(CELL)
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as mp:
+        yield mp
+
+
+def test_a_cell_compiles_once_and_its_functions_run_on_every_engine(compiled):
+    from hpclab import launch
+
+    assert set(compiled) == {"rank_sum", "doubled", "fails"}
+    first = compiled["rank_sum"]
+    assert mpicython.compile_cell(CELL) == (first.module, Path(first.path))  # found, not built
+    with launch.cluster(n=2, timeout=60, what="mpi_cython test") as engines:
+        # 0 + 10 and 1 + 10 summed over the two ranks, computed in the compiled module
+        assert engines.run(_call_on_world, first, 10, timeout=30) == [21, 21]
+        assert engines.run(_call, compiled["doubled"], 4, timeout=30) == [8, 8]
+        # an error raised in the cell shows the cell's line (line 1 is the magic's)
+        with pytest.raises(ValueError) as err:
+            engines.run(_call, compiled["fails"], 3, timeout=30, what="a failing cell")
+        line = CELL.splitlines().index('    raise ValueError(f"raised in the cell with {k}")') + 2
+        assert f'File "your %%mpi_cython cell", line {line}, in fails' in str(err.value), err.value
+        assert 'raise ValueError(f"raised in the cell with {k}")' in str(err.value), err.value
+
+
+def _call_on_world(func, k):
+    from mpi4py import MPI
+
+    return func(MPI.COMM_WORLD, k)
+
+
+def _call(func, *args):
+    return func(*args)
+
+
+def test_compiling_does_not_start_mpi_in_the_notebooks_process(compiled):
+    where = str(Path(compiled["rank_sum"].path).parent)  # built there: the compiler is asked
+    code = textwrap.dedent(f'''
+        import sys
+        from hpclab import mpicython
+        mpicython.build_dir = lambda: __import__("pathlib").Path({where!r})
+        made = mpicython.functions({CELL!r})
+        print(sorted(made), "mpi4py.MPI" in sys.modules)
+        ''')
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["['doubled',", "'fails',", "'rank_sum']", "False"], \
+        done.stdout
+
+
+def test_a_compile_error_names_the_cells_own_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(mpicython, "build_dir", lambda: tmp_path)
+    # the cell's line 1 is its magic; the misspelt call is on line 5 of the cell
+    source = "from mpi4py cimport MPI\n\ndef f(MPI.Comm comm):\n    MPI_Barier(comm.ob_mpi)\n"
+    with pytest.raises(mpicython.CythonCellError) as err:
+        mpicython.functions(source)
+    text = str(err.value)
+    assert "Cython rejected the cell" in text and "cell:5:" in text, text
+    assert "MPI_Barier" in text and str(tmp_path) not in text, text
+    assert not list(tmp_path.glob("*.so")), "a cell that did not compile left a library"
