@@ -9,8 +9,9 @@
 * ``HPCLAB_PROFILE`` defaults to quick; runs are saved in a temporary
   ``HPCLAB_RESULTS_DIR`` unless a test names its own, never in the checkout.
 * ``IPYTHONDIR`` is the worker's own (the kernels' profile and history database).
-  ``%%cython`` builds go to the user's cache folder, shared by the workers: only the
-  STREAM wrong-answer test builds there (grading builds inside its sandbox).
+  ``%%cython`` and ``%%mpi_cython`` builds go to the user's cache folder, shared by the
+  workers (the STREAM and PingPong notebooks build there; grading builds inside its sandbox):
+  ``%%mpi_cython`` builds in a folder of its own and moves the library in whole.
 * Under xdist (``--dist loadfile``) the tests of a file run on one worker, so their
   module fixtures are made once; the book is built once for all workers (``book``).
   The files that take minutes are handed out first, longest first (``LONGEST_FIRST``;

@@ -43,7 +43,7 @@ def test_the_functions_of_a_cell_are_its_top_level_def_and_cpdef():
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory, monkeypatch_module):
     where = tmp_path_factory.mktemp("cy")
-    monkeypatch_module.setattr(mpicython, "build_dir", lambda: where)
+    monkeypatch_module.setattr(mpicython, "build_dir", lambda create=True: where)
     return mpicython.functions(CELL)
 
 
@@ -86,7 +86,7 @@ def test_compiling_does_not_start_mpi_in_the_notebooks_process(compiled):
     code = textwrap.dedent(f'''
         import sys
         from hpclab import mpicython
-        mpicython.build_dir = lambda: __import__("pathlib").Path({where!r})
+        mpicython.build_dir = lambda create=True: __import__("pathlib").Path({where!r})
         made = mpicython.functions({CELL!r})
         print(sorted(made), "mpi4py.MPI" in sys.modules)
         ''')
@@ -98,7 +98,7 @@ def test_compiling_does_not_start_mpi_in_the_notebooks_process(compiled):
 
 
 def test_a_compile_error_names_the_cells_own_line(tmp_path, monkeypatch):
-    monkeypatch.setattr(mpicython, "build_dir", lambda: tmp_path)
+    monkeypatch.setattr(mpicython, "build_dir", lambda create=True: tmp_path)
     # the cell's line 1 is its magic; the misspelt call is on line 5 of the cell
     source = "from mpi4py cimport MPI\n\ndef f(MPI.Comm comm):\n    MPI_Barier(comm.ob_mpi)\n"
     with pytest.raises(mpicython.CythonCellError) as err:
@@ -107,3 +107,24 @@ def test_a_compile_error_names_the_cells_own_line(tmp_path, monkeypatch):
     assert "Cython rejected the cell" in text and "cell:5:" in text, text
     assert "MPI_Barier" in text and str(tmp_path) not in text, text
     assert not list(tmp_path.glob("*.so")), "a cell that did not compile left a library"
+
+
+def test_two_processes_compiling_one_cell_at_once_both_get_a_whole_library(compiled):
+    """Notebooks and graders of one user share the build folder: each build runs in a folder
+    of its own and moves its results in whole, so neither breaks the other's."""
+    where = Path(compiled["rank_sum"].path).parent / "race"
+    where.mkdir()
+    source = CELL + "\ndef raced():\n    return 1\n"
+    code = textwrap.dedent(f'''
+        from pathlib import Path
+        from hpclab import mpicython
+        mpicython.build_dir = lambda create=True: Path({str(where)!r})
+        print(mpicython.compile_cell({source!r})[1])
+        ''')
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
+    libs = {o[0].strip() for o in outs}
+    assert len(libs) == 1 and Path(libs.pop()).exists()
+    assert sorted(p.suffix for p in where.iterdir()) == [".pyx", ".so"], list(where.iterdir())

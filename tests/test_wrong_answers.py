@@ -217,10 +217,13 @@ def each_wrong_answer_loses_only_its_own_points(lab, tmp_path, monkeypatch):
             rerun({**restore, **edited}, first)
             lost = {_grade_id(nb.cells[i]) for i in graded if first <= i < last
                     and _failed(nb.cells[i])}
-            said = [e for i in graded if _grade_id(nb.cells[i]) in wrong["loses"]
-                    for e in _errors(nb.cells[i])]
+            # (check, words it must say, what it said) for each check the case loses
+            said = [(g, words, e) for i in graded
+                    for g, words in zip(wrong["loses"], wrong["says_each"])
+                    if _grade_id(nb.cells[i]) == g for e in _errors(nb.cells[i])]
             if lost == set(wrong["loses"]) and not all(
-                    name == "AssertionError" and wrong["says"] in text for name, text in said):
+                    name == "AssertionError" and words in text
+                    for _, words, (name, text) in said):
                 problems.append(f"{wrong['why']}: the check did not say {wrong['says']!r}: "
                                 f"{said}")
             if lost != set(wrong["loses"]):

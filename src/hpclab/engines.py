@@ -24,8 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hpclab import processes, shm
-from hpclab.mpicython import PREFIX, build_dir
+from hpclab import mpicython, processes, shm
 from hpclab.mpirun import DEFAULT_TIMEOUT, output_tail, without_job_identity
 from hpclab.ranks import (
     THREAD_LEVEL,
@@ -136,10 +135,11 @@ def remote_frames(tb):
         path, lineno, func = m["file"].strip(), int(m["line"]), (m["func"] or "").strip()
         if any(mark in path for mark in _INTERNAL):
             continue
-        if Path(path).name.startswith(PREFIX):  # an %%mpi_cython cell: its own lines
+        if Path(path).name.startswith(mpicython.PREFIX):  # an %%mpi_cython cell: its own lines
             func = func.rpartition(".")[2]
             lines.append(f'  File "your %%mpi_cython cell", line {lineno}, in {func}')
-            source = linecache.getline(str(build_dir() / Path(path).name), lineno).strip()
+            source = linecache.getline(
+                str(mpicython.build_dir(create=False) / Path(path).name), lineno).strip()
             if source:
                 lines.append(f"    {source}")
             continue
@@ -178,7 +178,6 @@ atexit.register(_stop_all_at_exit)
 _WATCHER = """
 import os, select, signal, sys
 from hpclab import processes, shm
-from hpclab.mpicython import PREFIX, build_dir
 from hpclab.processes import start_time as started
 
 groups = [arg.split(":") for arg in sys.argv[1:]]

@@ -47,29 +47,42 @@ class CythonCellError(Exception):
         return [f"CythonCellError: {self}"]
 
 
-def build_dir():
-    """Where compiled cells go: IPython's cache (it is writable wherever notebooks run, the
-    grading sandbox included), else the temporary directory."""
+def build_dir(create=True):
+    """Where compiled cells go: IPython's cache when it is writable (it is wherever notebooks
+    run, the grading sandbox included), else a folder of this user's own in the temporary
+    directory (mode 0700: a module's name follows from its source, so a folder others can
+    write would let them plant one). ``create=False`` only names it."""
+    path = None
     try:
         from IPython.paths import get_ipython_cache_dir
 
         base = Path(get_ipython_cache_dir())
+        if os.access(base, os.W_OK):
+            path = base / "hpclab-cython"
     except Exception:  # noqa: BLE001  (no IPython: a script)
-        base = Path(tempfile.gettempdir())
-    path = base / "hpclab-cython"
-    path.mkdir(parents=True, exist_ok=True)
+        pass
+    if path is None:
+        path = Path(tempfile.gettempdir()) / f"hpclab-cython-{os.getuid()}"
+    if create:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
     return path
 
 
-def _mpicc():
-    """The wrapper the library's kernels were built with (read from its build record, not
-    from the compiled library: loading that would start MPI in the notebook's kernel)."""
-    import json
-
+def _build_record():
+    """The library's build record (the wrapper, its flags and the MPI it wraps), read from
+    its file, not from the compiled library: loading that would start MPI in the notebook's
+    kernel."""
     import hpclab.kernels
 
     record = Path(hpclab.kernels.__file__).with_name("build_info.json")
-    built = json.loads(record.read_text()).get("mpicc") if record.exists() else None
+    return record.read_text() if record.exists() else ""
+
+
+def _mpicc(record):
+    """The wrapper the library's kernels were built with, unless $MPICC names another."""
+    import json
+
+    built = json.loads(record).get("mpicc") if record else None
     return os.environ.get("MPICC") or built or "mpicc"
 
 
@@ -88,41 +101,51 @@ def _relined(text, path):
 def compile_cell(source, timeout=COMPILE_TIMEOUT):
     """Compile ``source`` (a cell's Cython, without its magic line) into a module in
     :func:`build_dir`; return the module's name and the path of its shared library. The
-    same source compiles once: a second call finds the library."""
+    same source, compiler and MPI compile once: a second call finds the library. Each build
+    runs in a folder of its own and moves its results in whole, so that notebooks or graders
+    compiling the same cell at the same moment cannot break each other's files."""
+    import Cython
     import mpi4py
     import numpy
 
-    mpicc = _mpicc()
-    key = hashlib.sha256("\0".join([source, mpicc, mpi4py.__version__, sys.version])
-                         .encode()).hexdigest()[:16]
+    record = _build_record()
+    mpicc = _mpicc(record)
+    cython_cmd = [sys.executable, "-m", "cython", "-3", "-I", mpi4py.get_include()]
+    cc_cmd = [*shlex.split(mpicc), "-shared", "-fPIC", "-O2", "-I",
+              sysconfig.get_paths()["include"], "-I", numpy.get_include(), "-I",
+              mpi4py.get_include()]
+    key = hashlib.sha256("\0".join([source, record, os.environ.get("MPICC", ""),
+                                     Cython.__version__, mpi4py.__version__, sys.version,
+                                     *cython_cmd[1:], *cc_cmd]).encode()).hexdigest()[:16]
     name = PREFIX + key
     out = build_dir()
     lib = out / (name + sysconfig.get_config_var("EXT_SUFFIX"))
     if lib.exists():
         return name, lib
-    pyx, csrc = out / f"{name}.pyx", out / f"{name}.c"
-    pyx.write_text("\n" + source)  # line n of the file is line n of the cell
-    steps = [
-        [sys.executable, "-m", "cython", "-3", "-I", mpi4py.get_include(), str(pyx),
-         "-o", str(csrc)],
-        [*shlex.split(mpicc), "-shared", "-fPIC", "-O2", "-I", sysconfig.get_paths()["include"],
-         "-I", numpy.get_include(), "-I", mpi4py.get_include(), str(csrc),
-         "-o", str(lib) + ".tmp"],
-    ]
-    for what, cmd in zip(("Cython", "the C compiler"), steps):
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                                  cwd=out)
-        except subprocess.TimeoutExpired:
-            raise CythonCellError(f"{what} did not finish within {timeout} s") from None
-        except FileNotFoundError:
-            raise CythonCellError(f"{cmd[0]} was not found: run `make setup` (it builds the "
-                                  "library's kernels with the MPI compiler wrapper)") from None
-        if done.returncode:
-            said = _relined((done.stdout + done.stderr).strip(), pyx)
-            raise CythonCellError(f"{what} rejected the cell (line numbers are the cell's):\n"
-                                  f"{said[-4000:]}")
-    os.replace(str(lib) + ".tmp", lib)  # a library appears whole or not at all
+    with tempfile.TemporaryDirectory(dir=out, prefix=".build-") as tmp:
+        pyx, csrc = Path(tmp) / f"{name}.pyx", Path(tmp) / f"{name}.c"
+        built = Path(tmp) / lib.name
+        pyx.write_text("\n" + source)  # line n of the file is line n of the cell
+        steps = [[*cython_cmd, pyx.name, "-o", csrc.name],
+                 [*cc_cmd, csrc.name, "-o", built.name]]
+        for what, cmd in zip(("Cython", "the C compiler"), steps):
+            try:
+                done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                                      cwd=tmp)
+            except subprocess.TimeoutExpired:
+                raise CythonCellError(f"{what} did not finish within {timeout} s") from None
+            except FileNotFoundError:
+                raise CythonCellError(f"{cmd[0]} was not found: run `make setup` (it builds "
+                                      "the library's kernels with the MPI compiler wrapper)"
+                                      ) from None
+            if done.returncode:
+                said = _relined((done.stdout + done.stderr).strip(), pyx)
+                raise CythonCellError(f"{what} rejected the cell (line numbers are the "
+                                      f"cell's):\n{said[-4000:]}")
+        # the source first (an engine's traceback reads its lines), then the library, each
+        # whole or not at all; a library another build moved in meanwhile is the same
+        os.replace(pyx, out / pyx.name)
+        os.replace(built, lib)
     return name, lib
 
 
@@ -164,10 +187,13 @@ def mpi_cython(line, cell):
     """%%mpi_cython: compile the cell once, here; its functions run on the MPI engines."""
     from IPython import get_ipython
 
+    shell = get_ipython()
+    for name in function_names(cell):  # an edit that does not compile leaves no old function
+        shell.user_ns.pop(name, None)
     made = functions(cell)
     if not made:
         raise CythonCellError("the cell defines no function (def or cpdef at its top level)")
-    get_ipython().user_ns.update(made)
+    shell.user_ns.update(made)
     print("compiled:", ", ".join(made), "(they run on the MPI engines)")
 
 

@@ -9,7 +9,15 @@ from pathlib import Path
 
 
 def case(why, loses, says, *edits):
-    return {"why": why, "loses": [loses], "says": says, "edits": list(edits)}
+    return {"why": why, "loses": [loses], "says": says, "says_each": [says],
+            "edits": list(edits)}
+
+
+def case_losing(why, says_by_check, *edits):
+    """A case that loses several checks' points, each saying its own words: ``says_by_check``
+    maps a check's grade id to them (a kernel that other answers are computed from)."""
+    return {"why": why, "loses": list(says_by_check), "says": " / ".join(says_by_check.values()),
+            "says_each": list(says_by_check.values()), "edits": list(edits)}
 
 
 def interval_upside_down(answer):

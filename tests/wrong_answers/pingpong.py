@@ -1,5 +1,5 @@
 """The PingPong lab's common wrong answers (see tests/wrong_answers/__init__.py)."""
-from wrong_answers import case
+from wrong_answers import case, case_losing
 
 WRONG = [
     case("the loop returns the round-trip time, not the one-way time",
@@ -80,15 +80,31 @@ WRONG = [
           "                MPI_Send(send, n, MPI_BYTE, 0, 0, c)",
           "                MPI_Send(send, n, MPI_BYTE, 0, 0, c)\n"
           "                MPI_Recv(recv, n, MPI_BYTE, 0, 0, c, MPI_STATUS_IGNORE)")),
-    case("the Cython loop's rank 1 answers with recv", "test_pingpong_loop_cy",
-         "its own message back",
-         ("pingpong_loop_cy", "                MPI_Send(send, n, MPI_BYTE, 0, 0, c)",
-          "                MPI_Send(recv, n, MPI_BYTE, 0, 0, c)")),
+    # a loop that delivers the wrong bytes is not timed, so it has no share either
+    case_losing("the Cython loop's rank 1 answers with recv",
+                {"test_pingpong_loop_cy": "its own message back",
+                 "test_cython_share": "no time at 0 B"},
+                ("pingpong_loop_cy", "                MPI_Send(send, n, MPI_BYTE, 0, 0, c)",
+                 "                MPI_Send(recv, n, MPI_BYTE, 0, 0, c)")),
     case("the Cython loop makes one round trip", "test_pingpong_loop_cy", "made 1",
          ("pingpong_loop_cy", "        if rank == 0:\n            for i in range(iterations):",
           "        if rank == 0:\n            for i in range(1):"),
          ("pingpong_loop_cy", "        elif rank == 1:\n            for i in range(iterations):",
           "        elif rank == 1:\n            for i in range(1):")),
+    case("the Cython loop calling mpi4py's Send and Recv", "test_pingpong_loop_cy",
+         "Python calls",
+         ("pingpong_loop_cy",
+          "                MPI_Send(send, n, MPI_BYTE, 1, 0, c)\n"
+          "                MPI_Recv(recv, n, MPI_BYTE, 1, 0, c, MPI_STATUS_IGNORE)",
+          "                with gil:\n"
+          "                    comm.Send(sendbuf, dest=1, tag=0)\n"
+          "                    comm.Recv(recvbuf, source=1, tag=0)")),
+    # it is not timed (it would write past the timing's buffers), so it has no share either
+    case_losing("the Cython loop counting n elements of MPI_INT",
+                {"test_pingpong_loop_cy": "wrote past the end",
+                 "test_cython_share": "no time at 0 B"},
+                ("pingpong_loop_cy", "from mpi4py.libmpi cimport (MPI_BYTE,",
+                 "from mpi4py.libmpi cimport (MPI_INT as MPI_BYTE,")),
     case("the share Cython keeps, not the share it removes", "test_cython_share", "keeps",
          ("cython_share", '(row["yours"] - row["yours_cython"]) / (row["yours"] - row["c"])',
           '(row["yours_cython"] - row["c"]) / (row["yours"] - row["c"])')),

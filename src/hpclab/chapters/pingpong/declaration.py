@@ -28,7 +28,7 @@ KERNEL = Kernel(
         # osu_latency: 0 and powers of two to 4 MiB; 100 + 10,000 round trips up to 8 KiB,
         # 10 + 1,000 above. `scale` divides the iteration counts.
         "quick": {"sizes": [0, 1, 8, 64, 512, 4 * _KIB, 32 * _KIB, 256 * _KIB, _MIB],
-                  "scale": 100, "repetitions": 3, "timeout": 60},
+                  "scale": 100, "repetitions": 3, "timeout": 90},
         "standard": {"sizes": [0] + [1 << k for k in range(23)], "scale": 1, "repetitions": 5,
                      "timeout": 300},
         "full": {"sizes": [0] + [1 << k for k in range(23)], "scale": 1, "repetitions": 20,

@@ -7,12 +7,37 @@ import warnings
 
 import numpy as np
 
+GUARD = 0xA5  # the bytes after a guarded receive buffer
+SEND_GUARD = 0x5A  # after a guarded send buffer: what a send past its end carries is not GUARD
+GUARDED = 8  # a guarded buffer of n bytes is followed by 8n + 64 guard bytes: room for n doubles
 
-def _pingpong_on_rank(loop, nbytes, iterations, seed, ticking=False):
+
+def _python_calls_counted(comm, calls):
+    """``comm`` as an mpi4py communicator (so a Cython function typed ``MPI.Comm`` takes it)
+    that passes every call on and lists in ``calls`` the point-to-point ones made through
+    Python: a compiled loop should make none."""
+    from mpi4py import MPI
+
+    def counted(name):
+        def call(self, *args, **kwargs):
+            calls.append(name)
+            return getattr(MPI.Intracomm, name)(self, *args, **kwargs)
+        return call
+
+    names = ("Send", "Recv", "Ssend", "Isend", "Irecv", "Sendrecv", "send", "recv", "isend",
+             "irecv", "sendrecv")
+    cls = type("PythonCallsCounted", (MPI.Intracomm,), {n: counted(n) for n in names})
+    return cls(comm)
+
+
+def _pingpong_on_rank(loop, nbytes, iterations, seed, ticking=False, guarded=False):
     """Runs on every engine: the student's loop on buffers from hpclab_alloc, rank r < 2
     sending the pattern of ``seed + r`` (so that an answer that echoes what it received is
     told from one that answers with its own buffer); with ``ticking``, under the ticking
-    clock (see :func:`pingpong_clock_check`)."""
+    clock (see :func:`pingpong_clock_check`). With ``guarded`` (a compiled loop): the
+    buffers are the first ``nbytes`` of larger ones whose rest must stay GUARD (a count in
+    elements larger than a byte writes past them), and the communicator lists the
+    point-to-point calls made through Python (``python_calls``)."""
     from mpi4py import MPI
 
     from hpclab.chapters.pingpong.kernels import pattern
@@ -23,13 +48,20 @@ def _pingpong_on_rank(loop, nbytes, iterations, seed, ticking=False):
     pickled = pickle_calls(loop)
     if pickled:  # every rank sees the same function, so every rank returns here
         return {"rank": rank, "time": None, "messages": None, "barriers": None,
-                "received": None, "pickled": pickled, "clock_reads": None}
-    sbuf, rbuf = Buffer(nbytes), Buffer(nbytes)
-    send, recv = np.frombuffer(sbuf, np.uint8), np.frombuffer(rbuf, np.uint8)
+                "received": None, "pickled": pickled, "clock_reads": None,
+                "python_calls": [], "overran": False}
+    extra = GUARDED * nbytes + 64 if guarded else 0
+    sfull, rfull = Buffer(nbytes + extra), Buffer(nbytes + extra)
+    whole_s, whole_r = np.frombuffer(sfull, np.uint8), np.frombuffer(rfull, np.uint8)
+    whole_s[nbytes:], whole_r[nbytes:] = SEND_GUARD, GUARD
+    sbuf, rbuf = (memoryview(sfull)[:nbytes], memoryview(rfull)[:nbytes]) if guarded \
+        else (sfull, rfull)
+    send, recv = whole_s[:nbytes], whole_r[:nbytes]
     if rank < 2:
         send[:] = pattern(nbytes, seed + rank)
-    clock, reads = [1000.0], [0]
-    given = _TickingComm(comm, clock) if ticking else comm
+    clock, reads, python_calls = [1000.0], [0], []
+    given = _TickingComm(comm, clock) if ticking \
+        else _python_calls_counted(comm, python_calls) if guarded else comm
     real = MPI.Wtime
 
     def ticking_wtime():
@@ -47,7 +79,9 @@ def _pingpong_on_rank(loop, nbytes, iterations, seed, ticking=False):
             "messages": given.messages if ticking else None,
             "barriers": given.barriers if ticking else None,
             "received": recv.copy() if rank < 2 else None, "pickled": [],
-            "clock_reads": reads[0] if ticking else None}
+            "clock_reads": reads[0] if ticking else None,
+            "python_calls": sorted(set(python_calls)),
+            "overran": bool(guarded and (whole_r[nbytes:] != GUARD).any())}
 
 
 def _received(per_rank, nbytes, seed):
@@ -92,7 +126,7 @@ def pickle_calls(func):
     return sorted(names & PICKLE_CALLS)
 
 
-def pingpong_check(engines, loop, nbytes, iterations=100, timeout=60, seed=3):
+def pingpong_check(engines, loop, nbytes, iterations=100, timeout=60, seed=3, guarded=False):
     """Run ``loop(comm, sendbuf, recvbuf, iterations)`` on the engines.
 
     The send buffers of ranks 0 and 1 hold a known pattern; afterwards both
@@ -104,13 +138,19 @@ def pingpong_check(engines, loop, nbytes, iterations=100, timeout=60, seed=3):
         ``time``: what rank 0 returned (seconds), ``times``: every rank's
         return value, ``received_ok``: whether both ranks received the right bytes,
         ``received``: 'ok', 'echo' or 'wrong' (see :func:`_received`), ``pickled``: the
-        pickle-API calls the loop names (:func:`pickle_calls`; such a loop is not run).
+        pickle-API calls the loop names (:func:`pickle_calls`; such a loop is not run). With
+        ``guarded`` (see :func:`_pingpong_on_rank`): ``python_calls``, the point-to-point
+        calls any rank made through mpi4py, and ``overran``, whether a rank wrote past its
+        receive buffer.
     """
     per_rank = engines.run(_pingpong_on_rank, loop, int(nbytes), int(iterations), int(seed),
-                           timeout=timeout, what=f"your ping-pong loop ({nbytes} B)")
+                           False, bool(guarded), timeout=timeout,
+                           what=f"your ping-pong loop ({nbytes} B)")
     return {"time": per_rank[0]["time"], "times": [r["time"] for r in per_rank],
             "received_ok": _received_ok(per_rank, nbytes, seed),
-            "received": _received(per_rank, nbytes, seed), "pickled": per_rank[0]["pickled"]}
+            "received": _received(per_rank, nbytes, seed), "pickled": per_rank[0]["pickled"],
+            "python_calls": sorted({c for r in per_rank for c in r["python_calls"]}),
+            "overran": any(r["overran"] for r in per_rank)}
 
 
 def reference_pingpong_time(engines, nbytes, iterations=100, impl="python", timeout=60):
@@ -262,9 +302,9 @@ def time_batches(engines, batches, loop, sizes, warmup=10, iterations=200, repet
     ``%%mpi_cython`` cell), their batches around it too, and the library's Cython kernel.
 
     Returns a DataFrame: ``nbytes`` and the median one-way time in seconds of ``yours``,
-    (``yours_cython``,) ``c``, (``cython``,) and ``python``. A Cython loop that does not finish
-    within CY_TIMEOUT (a deadlock: its check says which) leaves ``yours_cython`` empty (NaN)
-    from that size on; the other columns are measured.
+    (``yours_cython``,) ``c``, (``cython``,) and ``python``. A Cython loop that raises or does not
+    finish within CY_TIMEOUT leaves ``yours_cython`` empty (NaN) from that size on; the other
+    columns are measured.
     """
     import pandas as pd
 
@@ -277,6 +317,18 @@ def time_batches(engines, batches, loop, sizes, warmup=10, iterations=200, repet
                       "the lab's own loop (reference_loop) instead", stacklevel=2)
         loop = reference_loop
     rows, cython_stuck = [], None
+    if cython_loop is not None:  # first on small guarded buffers: not one that overruns them
+        try:
+            probe = pingpong_check(engines, cython_loop, 64, iterations=2,
+                                   timeout=min(timeout, CY_TIMEOUT), guarded=True)
+            if probe["overran"] or not probe["received_ok"]:
+                cython_stuck = "every size"
+        except Exception:  # noqa: BLE001  (its check in (c) says what)
+            cython_stuck = "every size"
+        if cython_stuck:
+            warnings.warn("your Cython loop does not deliver a 64-byte message right (its "
+                          "check in (c) says why): it is not timed, its column is empty",
+                          stacklevel=2)
     for nbytes in sizes:
         mine = engines.run(_run_batches, batches, loop, int(nbytes), int(warmup),
                            int(iterations), int(repetitions), timeout=timeout,
@@ -294,16 +346,19 @@ def time_batches(engines, batches, loop, sizes, warmup=10, iterations=200, repet
             if not cython_stuck:
                 try:
                     theirs = engines.run(_run_batches, batches, cython_loop, int(nbytes),
-                                         int(warmup), int(iterations), int(repetitions),
+                                         int(warmup), int(iterations), int(repetitions), True,
                                          timeout=min(timeout, CY_TIMEOUT),
                                          what=f"your batches around your Cython loop "
                                               f"({nbytes} B)")[0]
                     row["yours_cython"] = float(np.median(theirs)) if theirs else float("nan")
-                except TimeoutError:  # the rest is still measured; the check of (c) says why
+                except Exception as exc:  # noqa: BLE001  (the rest is still measured)
                     cython_stuck = nbytes
-                    warnings.warn(f"your Cython loop did not finish at {nbytes} B within "
-                                  f"{min(timeout, CY_TIMEOUT)} s (its check says why): its "
-                                  "column is empty from there on", stacklevel=2)
+                    said = (f"did not finish within {min(timeout, CY_TIMEOUT)} s"
+                            if isinstance(exc, TimeoutError)
+                            else f"raised {type(exc).__name__}")
+                    warnings.warn(f"your Cython loop {said} at {nbytes} B (its check in (c) "
+                                  "says more): its column is empty from there on",
+                                  stacklevel=2)
         for impl in ("c", "cython", "python") if cython_loop is not None else ("c", "python"):
             recs = engines.run(sweep.measure, impl, int(nbytes), int(warmup), int(iterations),
                                int(repetitions), timeout=timeout,
@@ -313,8 +368,18 @@ def time_batches(engines, batches, loop, sizes, warmup=10, iterations=200, repet
     return pd.DataFrame(rows)
 
 
-def _run_batches(batches, loop, nbytes, warmup, iterations, repetitions):
+def _run_batches(batches, loop, nbytes, warmup, iterations, repetitions, as_bytes=False):
+    """Runs on every engine: the student's batches around ``loop``; with ``as_bytes`` (a
+    compiled loop, which takes bytes) the loop is given the batches' buffers as bytes, the
+    same bytes an mpi4py loop would send whatever their dtype."""
     from mpi4py import MPI
+
+    if as_bytes:
+        compiled = loop
+
+        def loop(comm, sendbuf, recvbuf, iterations):
+            return compiled(comm, np.frombuffer(sendbuf, np.uint8),
+                            np.frombuffer(recvbuf, np.uint8), iterations)
 
     out = batches(MPI.COMM_WORLD, loop, nbytes, warmup, iterations, repetitions)
     return None if out is None else np.asarray(out, dtype=float).ravel().tolist()
@@ -390,7 +455,8 @@ def cython_loop_check(engines, loop, iterations=200, timeout=30, seed=11):
     """Check the student's compiled loop (an ``%%mpi_cython`` function, which the ticking
     clock cannot reach: it calls MPI's C functions) by what it delivers.
 
-    Returns ``sizes``: bytes -> the :func:`pingpong_check` result at each of CY_SIZES, or
+    Returns ``sizes``: bytes -> the guarded :func:`pingpong_check` result at each of
+    CY_SIZES (its ``python_calls`` and ``overran`` too), or
     the string ``"timeout"`` when the loop did not finish (a send with no matching receive);
     ``deadlock``: True when a few round trips of CY_DEADLOCK_BYTES did not finish within
     ``timeout`` (both ranks sending before they receive waits forever once the message is
@@ -402,10 +468,12 @@ def cython_loop_check(engines, loop, iterations=200, timeout=30, seed=11):
     for nbytes in CY_SIZES:
         try:
             out["sizes"][nbytes] = pingpong_check(engines, loop, nbytes, iterations=iterations,
-                                                  timeout=timeout, seed=seed)
+                                                  timeout=timeout, seed=seed, guarded=True)
         except TimeoutError:
             out["sizes"][nbytes] = "timeout"
             return out
+    if any(r["overran"] or not r["received_ok"] for r in out["sizes"].values()):
+        return out  # a loop that writes past its buffers is not run on unguarded ones
     try:
         pingpong_check(engines, loop, CY_DEADLOCK_BYTES, iterations=2, timeout=timeout,
                        seed=seed)
