@@ -40,6 +40,28 @@ WRONG = [
     case("a non-blocking send and a wait", "test_ordered_ring", "calls Isend",
          ("ordered_ring", "cart.Ssend(out, dest=dest, tag=tag)",
           "cart.Isend(out, dest=dest, tag=tag).Wait()")),
+    case("the standard-mode ring with synchronous sends", "test_other_rings", "did not finish",
+         ("other_rings", "        cart.Send(to_right, dest=right, tag=1)\n"
+                         "        cart.Send(to_left, dest=left, tag=2)",
+          "        cart.Ssend(to_right, dest=right, tag=1)\n"
+          "        cart.Ssend(to_left, dest=left, tag=2)")),
+    case("the Isend ring receiving with Irecv", "test_other_rings", "calls Irecv",
+         ("other_rings", "        cart.Recv(from_left, source=left, tag=1)\n"
+                         "        cart.Recv(from_right, source=right, tag=2)\n"
+                         "        MPI.Request.Waitall(sends)",
+          "        MPI.Request.Waitall([*sends, cart.Irecv(from_left, source=left, tag=1),\n"
+          "                             cart.Irecv(from_right, source=right, tag=2)])")),
+    case("the Isend ring sending with the blocking Send", "test_other_rings", "calls Send",
+         ("other_rings", "        sends = [cart.Isend(to_right, dest=right, tag=1), "
+                         "cart.Isend(to_left, dest=left, tag=2)]",
+          "        cart.Send(to_right, dest=right, tag=1)\n"
+          "        cart.Send(to_left, dest=left, tag=2)\n        sends = []")),
+    case("the standard-mode ring sending one direction only", "test_other_rings",
+         "two messages per step",
+         ("other_rings", "        cart.Send(to_left, dest=left, tag=2)\n"
+                         "        cart.Recv(from_left, source=left, tag=1)\n"
+                         "        cart.Recv(from_right, source=right, tag=2)\n",
+          "        cart.Recv(from_left, source=left, tag=1)\n")),
     case("the non-blocking step as two latencies", "test_prediction", "not two",
          ("prediction", "= 1 * pp_latency_us", "= 2 * pp_latency_us")),
     case("the ordered step as two latencies", "test_prediction", "two turns",

@@ -63,6 +63,10 @@ NOT_BLOCKING_SYNCHRONOUS = ("Send", "send", "Isend", "isend", "Issend", "issend"
                             "neighbor_alltoall", "Alltoall", "alltoall", "Sendrecv_init")
 
 
+# every call that sends or receives a message
+MESSAGES = frozenset((*SYNCHRONOUS, *RECEIVES, *POSTED, *BLOCKING, *NOT_BLOCKING_SYNCHRONOUS))
+
+
 def _ordered_on_rank(ring_func, nprocs):
     """Runs on every engine: the student's ring once on the first nprocs ranks, counting
     its calls."""
@@ -90,14 +94,16 @@ def ring_calls_check(engines, ring_func, nprocs, timeout=10, what="your ring"):
     ``expected`` (how many sends and receives a ring of nprocs ranks makes: two of each per
     step), ``sends`` and ``receives`` (its synchronous sends and blocking receives),
     ``other`` (its calls that are neither, which the ordered ring must not make on two or
-    more ranks), ``posted`` (its non-blocking sends and receives) and ``blocking`` (its
-    blocking calls, which the non-blocking ring must not make).
+    more ranks), ``posted`` (its non-blocking sends and receives), ``blocking`` (its
+    blocking calls, which the non-blocking ring must not make) and ``messages`` (every call
+    that sends or receives, by name: the largest count over the ranks).
     """
     if not 1 <= nprocs <= engines.n:
         raise ValueError(f"nprocs must be between 1 and the {engines.n} engines, got {nprocs}")
     from hpclab.chapters.ring import kernels as ring
 
     out = {"nprocs": nprocs, "deadlocked": False, "ok": False, "ranks": [], "calls": {},
+           "messages": {},
            "expected": {"Ssend": 2 * nprocs, "Recv": 2 * nprocs}, "other": [], "sends": 0,
            "receives": 0, "posted": 0, "blocking": []}
     try:
@@ -121,4 +127,5 @@ def ring_calls_check(engines, ring_func, nprocs, timeout=10, what="your ring"):
     out["other"] = sorted(n for n in calls if n in NOT_BLOCKING_SYNCHRONOUS)
     out["posted"] = sum(calls.get(n, 0) for n in POSTED)
     out["blocking"] = sorted(n for n in calls if n in BLOCKING)
+    out["messages"] = {n: c for n, c in sorted(calls.items()) if n in MESSAGES}
     return out
