@@ -63,6 +63,14 @@ def build_dir(create=True):
         pass
     if path is None:
         path = Path(tempfile.gettempdir()) / f"hpclab-cython-{os.getuid()}"
+        if create:
+            path.mkdir(mode=0o700, exist_ok=True)
+            mine = path.lstat()  # one that someone else made first is not used
+            if path.is_symlink() or mine.st_uid != os.getuid() or mine.st_mode & 0o077:
+                raise CythonCellError(f"{path} is not a folder of yours alone (another user "
+                                      "may have made it): remove it, or set IPYTHONDIR to a "
+                                      "folder of yours")
+        return path
     if create:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
     return path

@@ -62,6 +62,29 @@ WRONG = [
                          "        cart.Recv(from_left, source=left, tag=1)\n"
                          "        cart.Recv(from_right, source=right, tag=2)\n",
           "        cart.Recv(from_left, source=left, tag=1)\n")),
+    case("the standard-mode ring ordered by parity", "test_other_rings", "no ordering by rank",
+         ("other_rings", "        cart.Send(to_right, dest=right, tag=1)\n"
+                         "        cart.Send(to_left, dest=left, tag=2)\n"
+                         "        cart.Recv(from_left, source=left, tag=1)\n"
+                         "        cart.Recv(from_right, source=right, tag=2)\n",
+          "        if rank % 2:\n"
+          "            cart.Recv(from_left, source=left, tag=1)\n"
+          "            cart.Recv(from_right, source=right, tag=2)\n"
+          "        cart.Send(to_right, dest=right, tag=1)\n"
+          "        cart.Send(to_left, dest=left, tag=2)\n"
+          "        if not rank % 2:\n"
+          "            cart.Recv(from_left, source=left, tag=1)\n"
+          "            cart.Recv(from_right, source=right, tag=2)\n")),
+    case("the Isend ring never waiting for its sends", "test_other_rings", "never waited",
+         ("other_rings", "        MPI.Request.Waitall(sends)\n", "")),
+    case("the Isend ring waiting for its sends before receiving", "test_other_rings",
+         "waited for a send before its receives",
+         ("other_rings", "        cart.Recv(from_left, source=left, tag=1)\n"
+                         "        cart.Recv(from_right, source=right, tag=2)\n"
+                         "        MPI.Request.Waitall(sends)\n",
+          "        MPI.Request.Waitall(sends)\n"
+          "        cart.Recv(from_left, source=left, tag=1)\n"
+          "        cart.Recv(from_right, source=right, tag=2)\n")),
     case("the non-blocking step as two latencies", "test_prediction", "not two",
          ("prediction", "= 1 * pp_latency_us", "= 2 * pp_latency_us")),
     case("the ordered step as two latencies", "test_prediction", "two turns",

@@ -61,14 +61,26 @@ def _derived(arg):
         isinstance(x, MPI.Datatype) and not x.is_predefined for x in arg)
 
 
+def pending(requests):
+    """How many of ``requests`` have not been waited for (mpi4py sets a request it completed
+    in a wait or a test to MPI.REQUEST_NULL, in place)."""
+    from mpi4py import MPI
+
+    return sum(1 for r in requests if r != MPI.REQUEST_NULL)
+
+
 class CountingComm:
     """A communicator that counts the calls made on it and on the communicators made from it
     (``Create_cart``, ``Dup``, ...): every attribute is the real communicator's. The calls
     given a buffer described by a derived datatype are counted under :data:`DERIVED` too, and
-    under ``f"{DERIVED} {name}"`` for each call's name."""
+    under ``f"{DERIVED} {name}"`` for each call's name. With ``order`` (a list), each call is
+    appended to it as ``(name, sends pending)``: the non-blocking sends started on these
+    communicators (kept in ``requests``) that were not yet waited for when the call was
+    made."""
 
-    def __init__(self, comm, calls):
-        self._comm, self._calls = comm, calls
+    def __init__(self, comm, calls, order=None, requests=None):
+        self._comm, self._calls, self._order = comm, calls, order
+        self._requests = [] if requests is None else requests
 
     def __getattr__(self, name):
         attr = getattr(self._comm, name)
@@ -83,8 +95,13 @@ class CountingComm:
                 self._calls[DERIVED] = self._calls.get(DERIVED, 0) + 1
                 key = f"{DERIVED} {name}"  # which call was given one
                 self._calls[key] = self._calls.get(key, 0) + 1
+            if self._order is not None:  # (call, sends started and not yet waited for)
+                self._order.append((name, pending(self._requests)))
             out = attr(*args, **kwargs)
-            return CountingComm(out, self._calls) if isinstance(out, MPI.Comm) else out
+            if isinstance(out, MPI.Request) and "send" in name.lower():
+                self._requests.append(out)
+            return CountingComm(out, self._calls, self._order, self._requests) \
+                if isinstance(out, MPI.Comm) else out
 
         return call
 

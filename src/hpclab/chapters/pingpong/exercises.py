@@ -9,7 +9,8 @@ import numpy as np
 
 GUARD = 0xA5  # the bytes after a guarded receive buffer
 SEND_GUARD = 0x5A  # after a guarded send buffer: what a send past its end carries is not GUARD
-GUARDED = 8  # a guarded buffer of n bytes is followed by 8n + 64 guard bytes: room for n doubles
+GUARDED = 16  # a guarded buffer of n bytes is followed by 16n + 64 guard bytes: room for n
+# elements of any MPI datatype a loop might name in place of MPI_BYTE (long double complex: 32)
 
 
 def _python_calls_counted(comm, calls):
@@ -24,8 +25,7 @@ def _python_calls_counted(comm, calls):
             return getattr(MPI.Intracomm, name)(self, *args, **kwargs)
         return call
 
-    names = ("Send", "Recv", "Ssend", "Isend", "Irecv", "Sendrecv", "send", "recv", "isend",
-             "irecv", "sendrecv")
+    names = sorted(_ONE | _TWO | {"Recv", "recv", "Irecv", "irecv", "Mrecv", "Imrecv"})
     cls = type("PythonCallsCounted", (MPI.Intracomm,), {n: counted(n) for n in names})
     return cls(comm)
 
@@ -321,14 +321,15 @@ def time_batches(engines, batches, loop, sizes, warmup=10, iterations=200, repet
         try:
             probe = pingpong_check(engines, cython_loop, 64, iterations=2,
                                    timeout=min(timeout, CY_TIMEOUT), guarded=True)
-            if probe["overran"] or not probe["received_ok"]:
-                cython_stuck = "every size"
-        except Exception:  # noqa: BLE001  (its check in (c) says what)
-            cython_stuck = "every size"
+            if probe["overran"]:  # wrong bytes alone are (c)'s to grade: it is still timed
+                cython_stuck = "writes past the end of a 64-byte buffer"
+        except Exception as exc:  # noqa: BLE001  (its check in (c) says what)
+            cython_stuck = (f"did not finish 64-byte messages within {min(timeout, CY_TIMEOUT)}"
+                            " s" if isinstance(exc, TimeoutError)
+                            else f"raised {type(exc).__name__} on 64-byte messages")
         if cython_stuck:
-            warnings.warn("your Cython loop does not deliver a 64-byte message right (its "
-                          "check in (c) says why): it is not timed, its column is empty",
-                          stacklevel=2)
+            warnings.warn(f"your Cython loop {cython_stuck} (its check in (c) says more): it "
+                          "is not timed, its column is empty", stacklevel=2)
     for nbytes in sizes:
         mine = engines.run(_run_batches, batches, loop, int(nbytes), int(warmup),
                            int(iterations), int(repetitions), timeout=timeout,
@@ -413,6 +414,7 @@ def pingpong_clock_check(engines, loop, nbytes, iterations=10, timeout=60, seed=
 CY_SIZES = (0, 1024)  # the Cython loop's bytes checked, every rank's pattern compared
 CY_DEADLOCK_BYTES = 1 << 20  # beyond any eager limit: a loop whose ranks both send first waits
 CY_ROUNDS = 7  # round trips asked of rank 0's loop while the check answers on rank 1
+CY_ROUNDS_BYTES = 8  # the size of those messages
 CY_TIMEOUT = 30  # seconds for the Cython loop's batches of one size: a stuck loop costs no more
 _DONE = 32000  # the tag that tells the counting partner that rank 0's loop has returned
 
@@ -420,8 +422,9 @@ _DONE = 32000  # the tag that tells the counting partner that rank 0's loop has 
 def _rounds_on_rank(loop, nbytes, iterations):
     """Runs on every engine: the student's loop on rank 0 only; rank 1 answers every message
     rank 0 sends, with the same tag, until rank 0 says that its loop has returned, and counts
-    the round trips. A loop that calls MPI's C functions cannot be counted by a wrapped
-    communicator; a partner that counts can. Returns rank 1's count (None on other ranks)."""
+    the round trips and the sizes of the messages. A loop that calls MPI's C functions cannot
+    be counted by a wrapped communicator; a partner that counts can. Returns rank 1's
+    ``(count, sizes in bytes)`` (None on other ranks)."""
     from mpi4py import MPI
 
     from hpclab.kernels.common._common import Buffer
@@ -435,15 +438,19 @@ def _rounds_on_rank(loop, nbytes, iterations):
             comm.Send([np.zeros(0, np.uint8), MPI.BYTE], dest=1, tag=_DONE)
         elif rank == 1:
             comm.Barrier()  # the loop's own barrier, as the loop's rank 1 would call it
-            count, status = 0, MPI.Status()
+            count, status, sizes = 0, MPI.Status(), set()
             while True:
                 comm.Probe(source=0, tag=MPI.ANY_TAG, status=status)
                 if status.Get_tag() == _DONE:
                     comm.Recv([np.zeros(0, np.uint8), MPI.BYTE], source=0, tag=_DONE)
                     break
-                comm.Recv(rbuf, source=0, tag=status.Get_tag())
+                size = status.Get_count(MPI.BYTE)
+                sizes.add(size)
+                got = rbuf if size == nbytes else np.empty(size, np.uint8)  # not truncated
+                comm.Recv([got, MPI.BYTE], source=0, tag=status.Get_tag())
                 comm.Send(sbuf, dest=0, tag=status.Get_tag())
                 count += 1
+            count = (count, sorted(sizes))
         else:
             comm.Barrier()
         return count
@@ -462,27 +469,35 @@ def cython_loop_check(engines, loop, iterations=200, timeout=30, seed=11):
     ``timeout`` (both ranks sending before they receive waits forever once the message is
     too large to be buffered); ``rounds``: the round trips rank 0's loop made when asked for
     ``asked`` (CY_ROUNDS), counted by a partner on rank 1 that answers each message (None
-    when it did not finish). Nothing here depends on a time.
+    when it did not finish), and ``sent_bytes``, the sizes of the messages rank 0 sent when
+    its buffers held ``rounds_bytes``. Each step runs only when the one before passed: a loop
+    that writes or reads past its buffers is never given unguarded ones. Nothing here depends
+    on a time.
     """
-    out = {"sizes": {}, "deadlock": False, "rounds": None, "asked": CY_ROUNDS}
+    out = {"sizes": {}, "deadlock": False, "rounds": None, "asked": CY_ROUNDS,
+           "sent_bytes": None, "rounds_bytes": CY_ROUNDS_BYTES}
     for nbytes in CY_SIZES:
         try:
-            out["sizes"][nbytes] = pingpong_check(engines, loop, nbytes, iterations=iterations,
-                                                  timeout=timeout, seed=seed, guarded=True)
+            out["sizes"][nbytes] = res = pingpong_check(
+                engines, loop, nbytes, iterations=iterations, timeout=timeout, seed=seed,
+                guarded=True)
         except TimeoutError:
             out["sizes"][nbytes] = "timeout"
             return out
-    if any(r["overran"] or not r["received_ok"] for r in out["sizes"].values()):
-        return out  # a loop that writes past its buffers is not run on unguarded ones
+        if res["overran"] or not res["received_ok"]:
+            return out  # a loop that writes past its buffers is not run on larger ones
+    try:
+        rounds = engines.run(_rounds_on_rank, loop, CY_ROUNDS_BYTES, CY_ROUNDS,
+                             timeout=timeout,
+                             what="your Cython loop's rank 0, answered by a counter")[1]
+        out["rounds"], out["sent_bytes"] = rounds
+    except TimeoutError:
+        return out
+    if out["sent_bytes"] != [CY_ROUNDS_BYTES]:
+        return out  # a send of another size than its buffer reads past it: not run on 1 MiB
     try:
         pingpong_check(engines, loop, CY_DEADLOCK_BYTES, iterations=2, timeout=timeout,
                        seed=seed)
     except TimeoutError:
         out["deadlock"] = True
-        return out
-    try:
-        out["rounds"] = engines.run(_rounds_on_rank, loop, 8, CY_ROUNDS, timeout=timeout,
-                                    what="your Cython loop's rank 0, answered by a counter")[1]
-    except TimeoutError:
-        pass
     return out

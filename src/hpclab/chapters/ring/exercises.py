@@ -77,10 +77,16 @@ def _ordered_on_rank(ring_func, nprocs):
     with first_ranks(MPI.COMM_WORLD, nprocs) as sub:
         if sub is None:
             return None
+        from hpclab.exercises import pending
+
         calls: dict[str, int] = {}
-        got = ring_func(CountingComm(sub, calls))
+        order: list = []
+        requests: list = []
+        got = ring_func(CountingComm(sub, calls, order, requests))
         got = tuple(int(v) for v in got) if got is not None else None
-        return {"rank": sub.Get_rank(), "got": got, "calls": calls}
+        return {"rank": sub.Get_rank(), "got": got, "calls": calls,
+                "order": [(n, k) for n, k in order if n in MESSAGES],
+                "unwaited": pending(requests)}
 
 
 def ring_calls_check(engines, ring_func, nprocs, timeout=10, what="your ring"):
@@ -96,14 +102,16 @@ def ring_calls_check(engines, ring_func, nprocs, timeout=10, what="your ring"):
     ``other`` (its calls that are neither, which the ordered ring must not make on two or
     more ranks), ``posted`` (its non-blocking sends and receives), ``blocking`` (its
     blocking calls, which the non-blocking ring must not make) and ``messages`` (every call
-    that sends or receives, by name: the largest count over the ranks).
+    that sends or receives, by name: the largest count over the ranks), ``orders`` (rank ->
+    its message calls in order, each as ``(name, sends started and not yet waited for)``)
+    and ``unwaited`` (the most sends a rank had not waited for when it returned).
     """
     if not 1 <= nprocs <= engines.n:
         raise ValueError(f"nprocs must be between 1 and the {engines.n} engines, got {nprocs}")
     from hpclab.chapters.ring import kernels as ring
 
     out = {"nprocs": nprocs, "deadlocked": False, "ok": False, "ranks": [], "calls": {},
-           "messages": {},
+           "messages": {}, "orders": {}, "unwaited": 0,
            "expected": {"Ssend": 2 * nprocs, "Recv": 2 * nprocs}, "other": [], "sends": 0,
            "receives": 0, "posted": 0, "blocking": []}
     try:
@@ -128,4 +136,6 @@ def ring_calls_check(engines, ring_func, nprocs, timeout=10, what="your ring"):
     out["posted"] = sum(calls.get(n, 0) for n in POSTED)
     out["blocking"] = sorted(n for n in calls if n in BLOCKING)
     out["messages"] = {n: c for n, c in sorted(calls.items()) if n in MESSAGES}
+    out["orders"] = {r["rank"]: r["order"] for r in per_rank}
+    out["unwaited"] = max((r["unwaited"] for r in per_rank), default=0)
     return out
