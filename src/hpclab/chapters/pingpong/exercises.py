@@ -415,7 +415,7 @@ CY_SIZES = (0, 1024)  # the Cython loop's bytes checked, every rank's pattern co
 CY_DEADLOCK_BYTES = 1 << 20  # beyond any eager limit: a loop whose ranks both send first waits
 CY_ROUNDS = 7  # round trips asked of rank 0's loop while the check answers on rank 1
 CY_ROUNDS_BYTES = 8  # the size of those messages
-CY_TIMEOUT = 30  # seconds for the Cython loop's batches of one size: a stuck loop costs no more
+CY_TIMEOUT = 15  # seconds for the Cython loop's batches of one size: a stuck loop costs no more
 _DONE = 32000  # the tag that tells the counting partner that rank 0's loop has returned
 
 
