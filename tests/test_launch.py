@@ -121,6 +121,34 @@ def test_n_belongs_in_n_not_mpi_args():
         launch.cluster(n=2, mpi_args=["-n", "4"])
 
 
+def test_an_engine_set_that_stops_while_starting_says_what_mpiexec_said():
+    """ipyparallel raises its EngineError when the engine set exits before every engine
+    registered (a CI run once saw it from a book page): the error names the engines and
+    carries mpiexec's output, as a start that times out does."""
+    import ipyparallel as ipp
+
+    class Launcher:
+        def get_output(self):
+            return "Registration timed out after 5.0 seconds"
+
+    class Cluster:
+        engines = {"set": Launcher()}
+        controller = None
+
+        def start_engines_sync(self, n):
+            pass
+
+    class Client:
+        def wait_for_engines(self, n, **kw):
+            raise ipp.error.EngineError("Engine set stopped: {'exit_code': 1}")
+
+    e = launch.Engines(n=1, what="a page")
+    e.cluster, e.client = Cluster(), Client()
+    with pytest.raises(launch.MPILaunchError, match=r"(?s)a page: the MPI engines stopped "
+                       r"while starting .*exit_code.*mpiexec said:.*Registration timed out"):
+        e._start_engines()
+
+
 def _ranks():
     import os
 

@@ -293,6 +293,7 @@ class Engines:
             cluster.config.MPIEngineSetLauncher.mpi_cmd = without_job_identity([find_mpiexec()])
             cluster.config.MPIEngineSetLauncher.mpi_args = extra_args + allow_overload(
                 self.mpi_args, self.n)
+            cluster.config.MPIEngineSetLauncher.engine_args = self._patience()
         self.cluster = cluster
         try:
             cluster.start_controller_sync()
@@ -323,13 +324,22 @@ class Engines:
             "#!/bin/sh\n#SBATCH --export=ALL\n#SBATCH --job-name=hpclab-engines-{cluster_id}\n"
             "#SBATCH --ntasks={n}\n#SBATCH --output={output_file}\n" + options
             + f"srun --mpi={self.srun_mpi} {srun_args} {{program_and_args}}\n")
-        launcher.engine_args = ["--mpi"]
+        launcher.engine_args = ["--mpi", *self._patience()]
         launcher.environment = {
             "MPI4PY_RC_THREAD_LEVEL": os.environ.get("MPI4PY_RC_THREAD_LEVEL", THREAD_LEVEL),
             **self.environment}
         return cluster
 
+    def _patience(self):
+        """ipengine's own limits, as long as the start may take: it waits 10 s for the
+        controller's connection file and 5 s for the reply to its registration, then exits
+        (on a loaded machine the controller once took longer, and the engine set stopped)."""
+        return [f"--IPEngine.timeout={self.start_timeout:g}",
+                f"--IPEngine.wait_for_url_file={self.start_timeout:g}"]
+
     def _start_engines(self):
+        import ipyparallel as ipp
+
         self.cluster.start_engines_sync(self.n)
         self._remember_pids()
         if self.client is None:
@@ -341,6 +351,10 @@ class Engines:
             raise MPILaunchError(
                 f"{self.what}: {self.n} MPI engines did not start within {self.start_timeout:g} s. "
                 f"mpiexec said:\n{self._engine_output()}") from None
+        except ipp.error.EngineError as exc:  # the engine set exited before all registered
+            raise MPILaunchError(
+                f"{self.what}: the MPI engines stopped while starting ({exc}). mpiexec "
+                f"said:\n{self._engine_output()}") from None
         self.view = self.client[:]
         self.view.block = False
 
