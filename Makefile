@@ -23,7 +23,7 @@ endif
 export PATH := $(abspath $(BIN)):$(PATH)
 
 .PHONY: setup book lint test test-openmpi lab release grade export report roster duedate formgrader \
-  readme bench clean distclean help
+  readme bench labtimes clean distclean help
 
 help:
 	@echo "make book      build the site (measures this machine; PROFILE=quick|standard|full)"
@@ -41,6 +41,7 @@ help:
 	@echo "make formgrader  open nbgrader's formgrader on this course (manual grading)"
 	@echo "make readme    the README's list of chapters, from their declarations"
 	@echo "make bench     our kernels and outside references side by side (see README)"
+	@echo "make labtimes  how long each lab's cells take on this machine (PROFILE=standard)"
 	@echo "make setup     only create .venv and build the kernels (MPI=system: use your mpicc)"
 	@echo "make test-openmpi  the kernel, CLI and launch tests again under the system's Open MPI"
 
@@ -157,6 +158,10 @@ readme: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m hpclab.bench
 	$(BIN)/python autograder/bench.py
+
+# how long each lab's cells take here, in the default profile (a timing: never a test)
+labtimes: $(STAMP)
+	$(BIN)/python autograder/labtimes.py --profile $(PROFILE)
 
 clean:
 	rm -rf _build build src/*.egg-info autograder/autograded autograder/feedback autograder/grades.csv \
