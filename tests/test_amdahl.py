@@ -101,6 +101,31 @@ def test_unknown_kinds_and_implementations_are_refused():
         exp.tasks("quick", kinds=("sideways",))
 
 
+def test_a_labs_comparison_runs_only_what_it_names_and_is_marked_a_probe():
+    todo = exp.tasks("quick", impls=("c", "python"), max_procs=2, kinds=("strong",),
+                     shapes=[exp.tiny_shape(2)], distributions=("3d",), procs=[2],
+                     repetitions=10)
+    assert [(t["impl"], t["nprocs"], t["distribution"], (t["nx"], t["ny"], t["nz"]),
+             t["repetitions"]) for t in todo] == [
+        ("c", 2, "3d", exp.tiny_shape(2), 10), ("python", 2, "3d", exp.tiny_shape(2), 10)]
+    assert exp.tiny_shape(2) == (4, 2, 2) and exp.tiny_shape(4) == (4, 4, 2)
+    with pytest.raises(ValueError, match="distribution"):
+        exp.tasks("quick", distributions=("4d",))
+    from hpclab.chapters.amdahl.sweep import _extra
+
+    assert "subset" not in _extra(("c",), False)
+    assert _extra(("c",), False, [(4, 2, 2)], ("3d",), [2])["subset"] == \
+        "shapes 4x2x2 and distributions 3d and P = 2 only"
+
+
+def test_work_seconds_are_the_three_phases_a_labs_addition_does_per_repetition():
+    df = _phase_records((0.2, 0.4), kind="strong")
+    w = exp.work_seconds(df, "c", 2, (8, 8, 8), distribution="none")
+    runs = exp.phase_runs(df, nprocs=2, shape="8x8x8")
+    assert np.allclose(w, runs["distribute"] + runs["add"] + runs["collect"])
+    assert np.allclose(w, runs["total"] - runs["create"])
+
+
 def _phase_records(shares, kind="simulated"):
     """Records of the C program at P = 1 and 2 whose serial share per repetition is
     ``shares`` (create + distribute + collect over the total)."""

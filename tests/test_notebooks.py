@@ -261,3 +261,24 @@ def test_a_lab_says_how_to_work_through_it(lab):
     text = "\n".join(top)
     for words in ("cell by cell", "NotImplementedError", "Run All", "restarts"):
         assert words in text, f"labs/{lab}: the introduction does not say {words!r}"
+
+
+def test_lab_times_knows_which_cells_measure_and_refuses_an_unknown_lab():
+    """autograder/labtimes.py (make labtimes) weighs each lab's measuring cells against the
+    budget of a timed section: every lab has some, no check is one, and the library's
+    helpers of other cells (the engines' hello) are not."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("labtimes", ROOT / "autograder" / "labtimes.py")
+    labtimes = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(labtimes)
+    for lab in LABS:
+        nb = nbformat.read(ROOT / "solutions" / lab / f"{lab}.ipynb", as_version=4)
+        ids = {c.metadata.get("nbgrader", {}).get("grade_id"): labtimes._measures(c)
+               for c in nb.cells if c.cell_type == "code"}
+        assert ids.get("measure"), f"{lab}: its sweep cell is not counted as measuring"
+        assert not ids.get("start_engines"), f"{lab}: the engine cell counted as measuring"
+        assert not any(v for k, v in ids.items() if k and k.startswith("test_")), lab
+    r = subprocess.run([sys.executable, str(ROOT / "autograder" / "labtimes.py"), "nosuch"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "no lab nosuch: choose from" in r.stderr, r.stderr

@@ -8,6 +8,12 @@ COLLECTIVES = """    comm.Scatterv(send(A), a, root=0)
     C = np.empty((nx, ny, nz)) if rank == 0 else None
     comm.Gatherv(c, [C, counts, displs, MPI.DOUBLE] if rank == 0 else None, root=0)"""
 
+# the solution's (k): the interpreter's cost, the prediction from it, its share
+INTERP = ('np.median(am.work_seconds(tiny_df, "python", P_top, TINY))\n'
+          '                 - np.median(am.work_seconds(tiny_df, "c", P_top, TINY))')
+PREDICT = 'float(np.median(am.work_seconds(df, "c", P_top, SHAPE)) + interp_s)'
+SHARE = 'interp_share = interp_s / float(np.median(am.work_seconds(df, "c", P_top, SHAPE)))'
+
 WRONG = [
     case("counts and displacements in planes", "test_distributed_add", "in elements, not planes",
          ("distributed_add", "counts = [n * plane for _, n in blocks]",
@@ -163,4 +169,35 @@ WRONG = [
           'float(sim_phases.loc[12, "total [ms]"] - _t1 * (sim_s1 + (1 - sim_s1) / 12))',
           'float(_t1 * (sim_s1 + (1 - sim_s1) / 12) - sim_phases.loc[12, "total [ms]"])')),
     *judged_term_cases("which_term", "test_which_term"),
+    case("the interpreter's cost as C minus Python", "test_interp", "upside down",
+         ("interp", INTERP,
+          INTERP.replace('"python"', '"x"').replace('"c"', '"python"').replace('"x"', '"c"'))),
+    case("the interpreter's cost from the means", "test_interp", "not their means",
+         ("interp", INTERP, INTERP.replace("np.median", "np.mean"))),
+    case("the interpreter's cost from the totals, create included", "test_interp",
+         "hold the create phase",
+         ("interp", INTERP,
+          'np.median(am.phase_runs(tiny_df, P_top, "python", "3d", am.shape_name(*TINY))'
+          '["total"])\n'
+          '                 - np.median(am.phase_runs(tiny_df, P_top, "c", "3d", '
+          'am.shape_name(*TINY))["total"])')),
+    case("the interpreter's cost grown with the bytes", "test_interp", "whatever it carries",
+         ("predict_python", PREDICT,
+          'float(np.median(am.work_seconds(df, "c", P_top, SHAPE))\n'
+          '                           * np.median(am.work_seconds(tiny_df, "python", P_top, '
+          'TINY))\n'
+          '                           / np.median(am.work_seconds(tiny_df, "c", P_top, TINY)))'
+          )),
+    case("the Python program predicted from the student's own addition", "test_interp",
+         "your cartesian_add's time",
+         ("predict_python", PREDICT, "float(mine_s + interp_s)")),
+    case("the prediction over the measurement", "test_python_verdict", "upside down",
+         ("python_verdict", "am.over_prediction(python_s, predicted_python_s)",
+          "(lambda r: (1 / r[0], 1 / r[2], 1 / r[1]))("
+          "am.over_prediction(python_s, predicted_python_s))")),
+    case("the interpreter's share of the student's own time", "test_python_verdict",
+         "not your cartesian_add's",
+         ("python_verdict", SHARE, "interp_share = interp_s / mine_s")),
+    case("the interpreter's share as a percentage", "test_python_verdict", "not a percentage",
+         ("python_verdict", SHARE, SHARE.replace("= interp_s", "= 100 * interp_s"))),
 ]

@@ -90,6 +90,29 @@ def term_interval(df, term, P, predicted_add_s):
     return c.ratio, c.low, c.high
 
 
+def work_seconds(df, impl, P, shape, distribution="3d"):
+    """Seconds of distribute + add + collect in each repetition (C, Cython or Python) at P
+    ranks: the part of the program a lab's own addition does (rank 0's arrays are made
+    before its clock starts). ``shape``: the array's (nx, ny, nz) or its name."""
+    name = shape if isinstance(shape, str) else shape_name(*(int(v) for v in shape))
+    runs = phase_runs(df, nprocs=int(P), impl=impl, distribution=distribution, shape=name)
+    return (runs["distribute"] + runs["add"] + runs["collect"]).to_numpy(float)
+
+
+def over_prediction(seconds, predicted_s):
+    """(ratio, low, high): the median of repeated times over a prediction taken as exact,
+    with the 95% interval of the median (:func:`hpclab.stats.over_model`; NaN without one)."""
+    return hstats.over_model(seconds, predicted_s)
+
+
+def tiny_shape(P, distribution="3d"):
+    """An array of two elements per rank and dimension on the process grid of P ranks:
+    almost nothing to carry, so a run's time is what its calls cost, whatever they carry."""
+    from hpclab.chapters.amdahl.kernels import process_grid
+
+    return tuple(2 * int(g) for g in process_grid(distribution, int(P)))
+
+
 def first_shape(df):
     t = records.table(df)
     strong = t[t["kind"] == "strong"]

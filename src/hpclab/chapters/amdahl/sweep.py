@@ -22,18 +22,25 @@ def shape_name(nx, ny, nz):
 
 
 def tasks(profile=None, impls=IMPLS, hugepages=False, max_procs=None, kinds=KINDS,
-          shapes=None):
+          shapes=None, distributions=None, procs=None, repetitions=None):
     """The measurements a profile asks for, in the order they run; ``shapes`` replaces the
-    profile's shapes of the strong sweep (a lab times its own, :func:`lab_shape`)."""
+    profile's shapes of the strong sweep (a lab times its own, :func:`lab_shape`);
+    ``distributions`` and ``procs`` keep only those of the strong sweep (a lab's one
+    comparison); ``repetitions`` replaces the profile's (runs of a few microseconds need
+    more than its three to show their scatter)."""
     settings = profiles.get(NAME, profile)
     if shapes is not None:
         settings["shapes"] = [[int(v) for v in shape] for shape in shapes]
-    unknown = (set(impls) - set(IMPLS)) | (set(kinds) - set(KINDS))
+    unknown = (set(impls) - set(IMPLS)) | (set(kinds) - set(KINDS)) \
+        | (set(distributions or ()) - set(DISTRIBUTIONS))
     if unknown or not impls:
-        raise ValueError(f"unknown amdahl implementation(s) or kind(s) {sorted(unknown)}: "
-                         f"implementations {', '.join(IMPLS)}; kinds {', '.join(KINDS)}")
+        raise ValueError(f"unknown amdahl implementation(s), kind(s) or distribution(s) "
+                         f"{sorted(unknown)}: implementations {', '.join(IMPLS)}; kinds "
+                         f"{', '.join(KINDS)}; distributions {', '.join(DISTRIBUTIONS)}")
+    if distributions is not None:
+        settings["compare"] = [d for d in DISTRIBUTIONS if d in distributions]
     max_procs = max_procs or NPROCS
-    reps, out = settings["repetitions"], []
+    reps, out = int(repetitions or settings["repetitions"]), []
 
     def task(kind, impl, nprocs, distribution, shape):
         return {"kind": kind, "impl": impl, "nprocs": nprocs, "distribution": distribution,
@@ -41,9 +48,10 @@ def tasks(profile=None, impls=IMPLS, hugepages=False, max_procs=None, kinds=KIND
                 "repetitions": reps, "hugepages": bool(hugepages)}
 
     for nprocs in range(1, max_procs + 1):
-        if "strong" in kinds:
+        if "strong" in kinds and (procs is None or nprocs in procs):
             for shape in settings["shapes"]:
-                for distribution in DISTRIBUTIONS:
+                for distribution in DISTRIBUTIONS if distributions is None else \
+                        settings["compare"]:
                     if "c" in impls:
                         out.append(task("strong", "c", nprocs, distribution, shape))
             for distribution in settings["compare"]:
@@ -115,19 +123,29 @@ def lab_shape(profile=None, ranks=1):
     return int(nx), ny, nz
 
 
-def _extra(impls, hugepages):
-    return {"implementations": list(impls), "hugepages": bool(hugepages)}
+def _extra(impls, hugepages, shapes=None, distributions=None, procs=None):
+    """The run's metadata; a run of chosen shapes, distributions or P is a probe, not the
+    profile's sweep, and says so (``subset``: see :mod:`hpclab.inputs`)."""
+    what = ([f"shapes {', '.join(shape_name(*s) for s in shapes)}"] if shapes is not None
+            else []) + ([f"distributions {', '.join(distributions)}"] if distributions
+                        is not None else []) + ([f"P = {', '.join(map(str, procs))}"]
+                                                if procs is not None else [])
+    return {"implementations": list(impls), "hugepages": bool(hugepages),
+            **({"subset": " and ".join(what) + " only"} if what else {})}
 
 
 def run(profile=None, impls=IMPLS, n=None, hugepages=False, mpi_args=(), progress=True,
-        engines=None, timeout=None, kinds=KINDS, shapes=None):
+        engines=None, timeout=None, kinds=KINDS, shapes=None, distributions=None,
+        procs=None, repetitions=None):
     """Measure on MPI engines: the matrix program on P = 1 .. cores, the synthetic
-    program on up to ``max(cores, procs)`` sleeping ranks (``shapes`` as for :func:`tasks`).
-    Returns a :class:`hpclab.records.Run`."""
+    program on up to ``max(cores, procs)`` sleeping ranks (``shapes``, ``distributions``,
+    ``procs`` and ``repetitions`` as for :func:`tasks`). Returns a
+    :class:`hpclab.records.Run`."""
     cores = launch.usable_cores()
     syn = profiles.get(NAME, profile)["synthetic"]["procs"] if "synthetic" in kinds else 0
     n = n or (engines.n if engines is not None else max(NPROCS, syn))
-    todo = tasks(profile, impls, hugepages, min(n, cores), kinds, shapes)
+    todo = tasks(profile, impls, hugepages, min(n, cores), kinds, shapes, distributions,
+                 procs, repetitions)
     todo = [t for t in todo if t["nprocs"] <= n]
     timeout = timeout or profiles.timeout(NAME, profile)
     owned = engines is None
@@ -141,7 +159,8 @@ def run(profile=None, impls=IMPLS, n=None, hugepages=False, mpi_args=(), progres
     try:
         return on_engines(sys.modules[__name__], todo, profile=profile, n=n, engines=engines,
                           timeout=timeout, mpi_args=mpi_args, progress=progress,
-                          describe=_describe, extra=_extra(impls, hugepages))
+                          describe=_describe,
+                          extra=_extra(impls, hugepages, shapes, distributions, procs))
     finally:
         if owned:
             engines.stop()
