@@ -128,3 +128,29 @@ def test_two_processes_compiling_one_cell_at_once_both_get_a_whole_library(compi
     libs = {o[0].strip() for o in outs}
     assert len(libs) == 1 and Path(libs.pop()).exists()
     assert sorted(p.suffix for p in where.iterdir()) == [".pyx", ".so"], list(where.iterdir())
+
+
+LOOP = """
+def loop(MPI.Comm comm, unsigned char[::1] s, unsigned char[::1] r, int n):
+    cdef MPI_Comm c = comm.ob_mpi
+    with nogil:
+        for i in range(n):
+            MPI_Send(&s[0], 1, MPI_BYTE, 1, 0, c)
+            MPI_Recv(&r[0], 1, MPI_BYTE, 1, 0, c, MPI_STATUS_IGNORE)
+    return 0.0
+"""
+
+
+@pytest.mark.parametrize("source, says", [
+    (LOOP, None),
+    (LOOP.replace("with nogil:", "if True:"), "MPI_Send(&s[0], 1, MPI_BYTE, 1, 0, c) is not"),
+    (LOOP.replace("            MPI_Recv", "            with gil:\n                MPI_Recv"),
+     "MPI_Recv(&r[0], 1, MPI_BYTE, 1, 0, c, MPI_STATUS_IGNORE) is not"),
+    ("cdef double loop(int n) noexcept nogil:\n    MPI_Send(x)\n", None),
+    ("def other():\n    MPI_Send(x)\n" + LOOP, None),  # another function's calls are not loop's
+])
+def test_a_loops_mpi_calls_must_be_inside_nogil(source, says):
+    f = mpicython.EngineFunction("m", "/nonexistent.so", "loop", source)
+    problem = mpicython.nogil_problem(f)
+    assert problem is None if says is None else says in problem and "with nogil:" in problem
+    assert mpicython.nogil_problem(mpicython.EngineFunction("m", "/x.so", "loop")) is None

@@ -108,6 +108,65 @@ def _relined(text, path):
     return text.replace(str(path), "cell").replace(path.name, "cell")
 
 
+def _body(lines, name):
+    """The lines of function ``name``'s definition in ``lines``: its def line, the rest of
+    its signature and its body (up to the next line indented no deeper than the def)."""
+    head = re.compile(rf"^(\s*)c?p?def\b[^(]*\b{re.escape(name)}\s*\(")
+    for i, line in enumerate(lines):
+        m = head.match(line)
+        if m:
+            depth, end = len(m.group(1)), i + 1
+            while end < len(lines) and (not lines[end].strip() or lines[end].strip().startswith(
+                    "#") or len(lines[end]) - len(lines[end].lstrip()) > depth
+                    or lines[end].lstrip().startswith((")", "]"))):
+                end += 1
+            return lines[i:end]
+    return []
+
+
+def nogil_problem(func, calls=("MPI_Send", "MPI_Recv")):
+    """What is wrong with where a compiled function makes ``calls``, read from its cell's
+    source: each must sit inside ``with nogil:`` (or the function be ``nogil``), where
+    Cython refuses, at compile time, any call that goes through the interpreter. None when
+    every one does, or when there is no source to read."""
+    source = getattr(func, "source", None)
+    if not source:
+        return None
+    body = _body(source.splitlines(), getattr(func, "name", getattr(func, "__name__", "")))
+    if not body:
+        return None
+    end = next((k for k, line in enumerate(body) if line.rstrip().endswith(":")), 0)
+    signature = " ".join(body[:end + 1])
+    if re.search(r"\)\s*(?:(?:noexcept|except\s+\S+)\s*)?nogil\b", signature):
+        return None
+    outside = []
+    for k, line in enumerate(body):
+        code = line.split("#", 1)[0]
+        if not any(re.search(rf"\b{c}\s*\(", code) for c in calls):
+            continue
+        depth, inside = len(line) - len(line.lstrip()), None
+        for above in reversed(body[:k]):  # the blocks that enclose the call, innermost first
+            if not above.strip() or above.lstrip().startswith("#"):
+                continue
+            d = len(above) - len(above.lstrip())
+            if d < depth:
+                depth = d
+                if re.match(r"\s*with\s+gil\s*:", above):
+                    inside = False
+                    break
+                if re.match(r"\s*with\s+nogil\s*:", above):
+                    inside = True
+                    break
+        if not inside:
+            outside.append(code.strip())
+    if not outside:
+        return None
+    return (f"{outside[0]} is not inside `with nogil:`: there the loop still holds the "
+            "interpreter's lock and may call back into Python in every round trip (what the "
+            "mpi4py loop measured); inside it, Cython refuses any such call when it compiles. "
+            "Put the whole loop of MPI_Send and MPI_Recv inside `with nogil:`")
+
+
 def compile_cell(source, timeout=COMPILE_TIMEOUT):
     """Compile ``source`` (a cell's Cython, without its magic line) into a module in
     :func:`build_dir`; return the module's name and the path of its shared library. The
@@ -175,8 +234,9 @@ class EngineFunction:
     first call in a process. Pickled by its module's path and name, so it travels to
     engines as any argument does."""
 
-    def __init__(self, module, path, name):
+    def __init__(self, module, path, name, source=None):
         self.module, self.path, self.name = module, str(path), name
+        self.source = source  # the cell's Cython, for checks that read it (nogil_problem)
         self.__name__ = self.__qualname__ = name
 
     def __repr__(self):
@@ -190,7 +250,7 @@ def functions(source, timeout=COMPILE_TIMEOUT):
     """Compile ``source`` and return name -> :class:`EngineFunction` for each function it
     defines."""
     module, path = compile_cell(source, timeout=timeout)
-    return {n: EngineFunction(module, path, n) for n in function_names(source)}
+    return {n: EngineFunction(module, path, n, source) for n in function_names(source)}
 
 
 def mpi_cython(line, cell):

@@ -9,6 +9,19 @@ WRONG = [
          "test_pingpong_loop", "its own message back",
          ("pingpong_loop", "comm.Send(sendbuf, dest=0, tag=0)",
           "comm.Send(recvbuf, dest=0, tag=0)")),
+    case("rank 0 sends all its messages before it receives the answers", "test_pingpong_loop",
+         "All the sends first",
+         ("pingpong_loop", """            comm.Send(sendbuf, dest=1, tag=0)
+            comm.Recv(recvbuf, source=1, tag=0)""", """            comm.Send(sendbuf, dest=1, tag=0)
+        for _ in range(iterations):
+            comm.Recv(recvbuf, source=1, tag=0)""")),
+    case("both ranks exchange with Sendrecv", "test_pingpong_loop", "calls Sendrecv",
+         ("pingpong_loop", """            comm.Send(sendbuf, dest=1, tag=0)
+            comm.Recv(recvbuf, source=1, tag=0)""",
+          "            comm.Sendrecv(sendbuf, dest=1, sendtag=0, recvbuf=recvbuf, source=1)"),
+         ("pingpong_loop", """            comm.Recv(recvbuf, source=0, tag=0)
+            comm.Send(sendbuf, dest=0, tag=0)""",
+          "            comm.Sendrecv(sendbuf, dest=0, sendtag=0, recvbuf=recvbuf, source=0)")),
     case("one round trip too few", "test_pingpong_loop", "not 20 each",
          ("pingpong_loop", "for _ in range(iterations):", "for _ in range(iterations - 1):")),
     case("timed with time.perf_counter, not MPI.Wtime", "test_pingpong_loop",
@@ -103,6 +116,18 @@ WRONG = [
           "                with gil:\n"
           "                    comm.Send(sendbuf, dest=1, tag=0)\n"
           "                    comm.Recv(recvbuf, source=1, tag=0)")),
+    case("the Cython loop outside `with nogil:`", "test_pingpong_loop_cy",
+         "not inside `with nogil:`",
+         ("pingpong_loop_cy", "    with nogil:\n        if rank == 0:",
+          "    if True:\n        if rank == 0:")),
+    case("the Cython loop counting n // 4 elements of MPI_INT", "test_pingpong_loop_cy",
+         "did not receive the other's message intact",
+         ("pingpong_loop_cy", "from mpi4py.libmpi cimport (MPI_BYTE,",
+          "from mpi4py.libmpi cimport (MPI_INT, MPI_BYTE,"),
+         *[("pingpong_loop_cy", f"MPI_{call}({buf}, n, MPI_BYTE, {peer}, 0, c",
+            f"MPI_{call}({buf}, n // 4, MPI_INT, {peer}, 0, c")
+           for call, buf, peer in (("Send", "send", 1), ("Recv", "recv", 1),
+                                   ("Recv", "recv", 0), ("Send", "send", 0))]),
     # it is not timed (it would write past the timing's buffers), so it has no share either
     case_losing("the Cython loop counting n elements of MPI_INT",
                 {"test_pingpong_loop_cy": "wrote past the end",
@@ -126,7 +151,7 @@ WRONG = [
          "leave it so",
          ("which_term", "lam_r, B_r = ",
           "measured_big_s = float(np.mean(big_times))\nlam_r, B_r = ")),
-    case("Ulysses' share kept typed in", "test_ulysses_peak", "typed in or rounded",
+    case("Ulysses' share kept typed in", "test_ulysses_peak", "typed in, rounded",
          ("ulysses_peak", "ulysses_kept = float(_bw.iloc[-1] / _bw.max())",
           "ulysses_kept = round(float(_bw.iloc[-1] / _bw.max()), 3)")),
     case("np.polyfit's coefficients read in the wrong order", "test_fit_hockney",

@@ -80,6 +80,7 @@ def _pingpong_on_rank(loop, nbytes, iterations, seed, ticking=False, guarded=Fal
             "barriers": given.barriers if ticking else None,
             "received": recv.copy() if rank < 2 else None, "pickled": [],
             "clock_reads": reads[0] if ticking else None,
+            "order": given.order if ticking else None,
             "python_calls": sorted(set(python_calls)),
             "overran": bool(guarded and (whole_r[nbytes:] != GUARD).any())}
 
@@ -189,10 +190,12 @@ class _TickingComm:
     message its rank sends or receives (two for a sendrecv); with ``cold``, each of the
     rank's first COLD_MESSAGES messages advances it by COLD ticks instead, as a first
     message on fresh buffers takes far longer than the next ones; a barrier advances it by
-    BARRIER_TICKS. ``sizes``: the sizes in bytes of the messages the rank sent."""
+    BARRIER_TICKS. ``sizes``: the sizes in bytes of the messages the rank sent; ``order``:
+    its calls in turn, each 'send', 'recv' or 'sendrecv'."""
 
     def __init__(self, comm, clock, cold=False):
         self._comm, self._clock, self.messages, self._cold = comm, clock, 0, cold
+        self.order: list[str] = []
         self.sizes, self.barriers, self.unwritten = set(), 0, False
         self.buffers = {"send": set(), "recv": set()}
 
@@ -209,6 +212,8 @@ class _TickingComm:
             return attr
 
         def counted(*args, **kwargs):
+            self.order.append("sendrecv" if name in _TWO
+                              else "send" if "send" in name.lower() else "recv")
             for _ in range(ticks):
                 cold = self._cold and self.messages < COLD_MESSAGES
                 self._clock[0] += (COLD if cold else 1) * TICK
@@ -397,7 +402,8 @@ def pingpong_clock_check(engines, loop, nbytes, iterations=10, timeout=60, seed=
     (1 for the one-way time, 2 for a round trip, 1 + BARRIER_TICKS / (2·iterations) when the
     barrier is timed). ``messages``: messages each rank sent and received; ``barriers``:
     barriers each rank called; ``clock_reads``: how often rank 0's loop read MPI.Wtime (0:
-    it timed itself with another clock, which the check cannot tick).
+    it timed itself with another clock, which the check cannot tick); ``orders``: each
+    rank's calls in turn ('send', 'recv', 'sendrecv').
     """
     per_rank = engines.run(_pingpong_on_rank, loop, int(nbytes), int(iterations),
                            int(seed), True, timeout=timeout,
@@ -408,13 +414,15 @@ def pingpong_clock_check(engines, loop, nbytes, iterations=10, timeout=60, seed=
             "barriers": [r["barriers"] for r in per_rank],
             "received_ok": _received_ok(per_rank, nbytes, seed),
             "pickled": per_rank[0]["pickled"],
-            "clock_reads": per_rank[0]["clock_reads"]}
+            "clock_reads": per_rank[0]["clock_reads"],
+            "orders": [r.get("order") for r in per_rank]}
 
 
-CY_SIZES = (0, 1024)  # the Cython loop's bytes checked, every rank's pattern compared
+CY_SIZES = (0, 1021)  # the Cython loop's bytes checked, every rank's pattern compared (not a
+# multiple of 2, 4, 8 or 16: a count in elements of a wider type loses the last bytes)
 CY_DEADLOCK_BYTES = 1 << 20  # beyond any eager limit: a loop whose ranks both send first waits
 CY_ROUNDS = 7  # round trips asked of rank 0's loop while the check answers on rank 1
-CY_ROUNDS_BYTES = 8  # the size of those messages
+CY_ROUNDS_BYTES = 7  # the size of those messages (again no multiple of a wider type)
 CY_TIMEOUT = 15  # seconds for the Cython loop's batches of one size: a stuck loop costs no more
 _DONE = 32000  # the tag that tells the counting partner that rank 0's loop has returned
 
@@ -470,12 +478,16 @@ def cython_loop_check(engines, loop, iterations=200, timeout=30, seed=11):
     too large to be buffered); ``rounds``: the round trips rank 0's loop made when asked for
     ``asked`` (CY_ROUNDS), counted by a partner on rank 1 that answers each message (None
     when it did not finish), and ``sent_bytes``, the sizes of the messages rank 0 sent when
-    its buffers held ``rounds_bytes``. Each step runs only when the one before passed: a loop
+    its buffers held ``rounds_bytes``; ``nogil``: what is wrong with where its MPI calls sit,
+    read from the cell (:func:`hpclab.mpicython.nogil_problem`, None when they are inside
+    ``with nogil:``). Each step runs only when the one before passed: a loop
     that writes or reads past its buffers is never given unguarded ones. Nothing here depends
     on a time.
     """
+    from hpclab.mpicython import nogil_problem
+
     out = {"sizes": {}, "deadlock": False, "rounds": None, "asked": CY_ROUNDS,
-           "sent_bytes": None, "rounds_bytes": CY_ROUNDS_BYTES}
+           "sent_bytes": None, "rounds_bytes": CY_ROUNDS_BYTES, "nogil": nogil_problem(loop)}
     for nbytes in CY_SIZES:
         try:
             out["sizes"][nbytes] = res = pingpong_check(
