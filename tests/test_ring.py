@@ -179,3 +179,32 @@ def test_a_lambda_interval_below_zero_is_cut_and_said(engine_run, monkeypatch):
     table = exp.lambda_table(exp.fits(engine_run))
     assert (table["95% low [µs]"] >= 0).all(), table
     assert table["note"].str.contains("not determined").all(), table
+
+
+def _nonblocking(*steps, unwaited=0, messages=("Irecv", "Isend")):
+    """A ring_calls_check result of two ranks making ``steps``: each a list of (name, sends
+    not yet waited for) as CountingComm records them."""
+    order = [call for step in steps for call in step]
+    return {"nprocs": len(steps), "messages": dict.fromkeys(messages, 2 * len(steps)),
+            "orders": {0: order, 1: order}, "unwaited": unwaited}
+
+
+GOOD = [("Irecv", 0), ("Irecv", 0), ("Isend", 0), ("Isend", 1)]
+
+
+@pytest.mark.parametrize("calls, says", [
+    (_nonblocking(GOOD, GOOD), None),
+    (_nonblocking([("Isend", 0), ("Isend", 1), ("Irecv", 2), ("Irecv", 2)]), None),
+    (_nonblocking([("Isend", 0), ("Isend", 1), ("Irecv", 0), ("Irecv", 0)]),
+     "waited for its sends before posting its receives"),
+    (_nonblocking([("Irecv", 0), ("Irecv", 0), ("Isend", 0), ("Isend", 0)]),
+     "waited for its first send before it started the second"),
+    (_nonblocking(GOOD, [(n, k + 2) for n, k in GOOD]), "2 send(s) of the step before"),
+    (_nonblocking(GOOD, GOOD, unwaited=2), "never waited for"),
+    (_nonblocking(GOOD, messages=("irecv", "Isend")), "comm.irecv: that is the pickle API"),
+])
+def test_the_nonblocking_ring_waits_for_its_four_requests_together(calls, says):
+    from hpclab.chapters.ring import exercises
+
+    problem = exercises.nonblocking_problem(calls)
+    assert problem is None if says is None else says in problem, problem

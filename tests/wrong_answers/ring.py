@@ -1,14 +1,38 @@
 """The Ring lab's common wrong answers (see tests/wrong_answers/__init__.py)."""
 from wrong_answers import case
 
-WRONG = [
-    case("the non-blocking ring written with blocking Sendrecv", "test_nonblocking_ring",
-         "no blocking call",
-         ("nonblocking_ring",
-          """        MPI.Request.Waitall([cart.Irecv(from_left, source=left, tag=1),
+# the solution's step of (a): both receives, both sends, one wait for all four
+STEP = """        MPI.Request.Waitall([cart.Irecv(from_left, source=left, tag=1),
                              cart.Irecv(from_right, source=right, tag=2),
                              cart.Isend(to_right, dest=right, tag=1),
-                             cart.Isend(to_left, dest=left, tag=2)])""",
+                             cart.Isend(to_left, dest=left, tag=2)])"""
+RECEIVES = """        recvs = [cart.Irecv(from_left, source=left, tag=1),
+                 cart.Irecv(from_right, source=right, tag=2)]
+"""
+
+WRONG = [
+    case("the non-blocking ring waits for its sends before it posts its receives",
+         "test_nonblocking_ring", "waited for its sends before posting its receives",
+         ("nonblocking_ring", STEP,
+          """        MPI.Request.Waitall([cart.Isend(to_right, dest=right, tag=1),
+                             cart.Isend(to_left, dest=left, tag=2)])
+        MPI.Request.Waitall([cart.Irecv(from_left, source=left, tag=1),
+                             cart.Irecv(from_right, source=right, tag=2)])""")),
+    case("the non-blocking ring waits for each send at once", "test_nonblocking_ring",
+         "waited for its first send before it started the second",
+         ("nonblocking_ring", STEP,
+          RECEIVES + """        cart.Isend(to_right, dest=right, tag=1).Wait()
+        cart.Isend(to_left, dest=left, tag=2).Wait()
+        MPI.Request.Waitall(recvs)""")),
+    case("the non-blocking ring waits for its receives only", "test_nonblocking_ring",
+         "not waited for",
+         ("nonblocking_ring", STEP,
+          RECEIVES + """        cart.Isend(to_right, dest=right, tag=1)
+        cart.Isend(to_left, dest=left, tag=2)
+        MPI.Request.Waitall(recvs)""")),
+    case("the non-blocking ring written with blocking Sendrecv", "test_nonblocking_ring",
+         "no blocking call",
+         ("nonblocking_ring", STEP,
           """        cart.Sendrecv(to_right, dest=right, sendtag=1, recvbuf=from_left, source=left,
                       recvtag=1)
         cart.Sendrecv(to_left, dest=left, sendtag=2, recvbuf=from_right, source=right,

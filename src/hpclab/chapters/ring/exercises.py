@@ -139,3 +139,40 @@ def ring_calls_check(engines, ring_func, nprocs, timeout=10, what="your ring"):
     out["orders"] = {r["rank"]: r["order"] for r in per_rank}
     out["unwaited"] = max((r["unwaited"] for r in per_rank), default=0)
     return out
+
+
+def nonblocking_problem(calls):
+    """What is wrong with the calls of a non-blocking ring (a :func:`ring_calls_check`
+    result), in the student's terms; None when every step posts two Irecv and two Isend,
+    waits for none of them before all four are posted, and waits for all four before the
+    next step (or the return)."""
+    pickled = sorted(set(calls["messages"]) & {"isend", "irecv"})
+    if pickled:
+        return (f"your ring calls {', '.join('comm.' + n for n in pickled)}: that is the pickle "
+                "API, which sends Python objects; use Isend and Irecv with the numpy arrays")
+    for rank, order in sorted(calls["orders"].items()):
+        names = [n for n, _ in order]
+        if sorted(names) != sorted(["Irecv", "Irecv", "Isend", "Isend"] * calls["nprocs"]):
+            return None  # the counts are the other checks' to name
+        for step in range(calls["nprocs"]):
+            sends = 0
+            for name, waiting in order[4 * step:4 * step + 4]:
+                if waiting < sends:  # a send of this step was waited for already
+                    return (
+                        f"rank {rank} waited for a send before it had posted all four calls of "
+                        "a step: " + ("it waited for its sends before posting its receives, "
+                                      "and such a send waits forever once a message is too "
+                                      "large for MPI to buffer" if name == "Irecv" else
+                                      "it waited for its first send before it started the "
+                                      "second, which makes the ring blocking again")
+                        + ". Post both Irecv and both Isend, then wait for all four together "
+                        "(MPI.Request.Waitall)")
+                if waiting > sends:  # a send of an earlier step was never waited for
+                    return (f"rank {rank} began a step with {waiting - sends} send(s) of the "
+                            "step before not waited for: wait for all four requests of each "
+                            "step, the sends' too, before you reuse their buffers")
+                sends += name == "Isend"
+    if calls["unwaited"]:
+        return (f"a rank returned with {calls['unwaited']} send(s) never waited for: wait for "
+                "all four requests of the last step too")
+    return None
