@@ -40,6 +40,7 @@ def _measures(cell):
 def time_lab(lab, profile, work, longer):
     import nbformat
     from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
     nb = nbformat.read(ROOT / "solutions" / lab / f"{lab}.ipynb", as_version=4)
     folder = work / lab
@@ -53,9 +54,14 @@ def time_lab(lab, profile, work, longer):
             if cell.cell_type != "code":
                 continue
             t0 = time.monotonic()
-            client.execute_cell(cell, i)
-            seconds = time.monotonic() - t0
             gid = cell.metadata.get("nbgrader", {}).get("grade_id", f"cell {i}")
+            try:
+                client.execute_cell(cell, i)
+            except (CellTimeoutError, DeadKernelError) as exc:  # the lab stops, the rest go on
+                rows.append((gid, time.monotonic() - t0, _measures(cell)))
+                errors.append(f"{gid}: {type(exc).__name__}: {str(exc)[:200]} (the lab stopped)")
+                break
+            seconds = time.monotonic() - t0
             rows.append((gid, seconds, _measures(cell)))
             errors += [f"{gid}: {o.get('ename')}: {o.get('evalue')}" for o in cell.outputs
                        if o.get("output_type") == "error"]

@@ -111,11 +111,15 @@ def test_a_labs_comparison_runs_only_what_it_names_and_is_marked_a_probe():
     assert exp.tiny_shape(2) == (4, 2, 2) and exp.tiny_shape(4) == (4, 4, 2)
     with pytest.raises(ValueError, match="distribution"):
         exp.tasks("quick", distributions=("4d",))
+    with pytest.raises(ValueError, match="no amdahl measurement asks for"):
+        exp.tasks("quick", max_procs=2, kinds=("strong",), procs=[3])
+    with pytest.raises(ValueError, match="at least 1"):
+        exp.tasks("quick", repetitions=0)
     from hpclab.chapters.amdahl.sweep import _extra
 
     assert "subset" not in _extra(("c",), False)
-    assert _extra(("c",), False, [(4, 2, 2)], ("3d",), [2])["subset"] == \
-        "shapes 4x2x2 and distributions 3d and P = 2 only"
+    assert _extra(("c",), False, ("3d",), [2], 10)["subset"] == \
+        "distributions 3d and P = 2 and 10 repetitions only"
 
 
 def test_work_seconds_are_the_three_phases_a_labs_addition_does_per_repetition():

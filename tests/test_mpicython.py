@@ -148,6 +148,10 @@ def loop(MPI.Comm comm, unsigned char[::1] s, unsigned char[::1] r, int n):
      "MPI_Recv(&r[0], 1, MPI_BYTE, 1, 0, c, MPI_STATUS_IGNORE) is not"),
     ("cdef double loop(int n) noexcept nogil:\n    MPI_Send(x)\n", None),
     ("def other():\n    MPI_Send(x)\n" + LOOP, None),  # another function's calls are not loop's
+    (LOOP.replace("    cdef MPI_Comm", '    """MPI_Send(...) then\n\n    MPI_Recv(...)."""\n'
+                  '    x = "MPI_Send(#"\n    cdef MPI_Comm'), None),  # strings are not calls
+    (LOOP.replace("with nogil:", "with nogil, parallel():"), None),
+    ("cpdef int loop(int n) except? -1 nogil:\n    MPI_Send(x)\n", None),
 ])
 def test_a_loops_mpi_calls_must_be_inside_nogil(source, says):
     f = mpicython.EngineFunction("m", "/nonexistent.so", "loop", source)

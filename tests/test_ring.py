@@ -196,7 +196,7 @@ GOOD = [("Irecv", 0), ("Irecv", 0), ("Isend", 0), ("Isend", 1)]
     (_nonblocking(GOOD, GOOD), None),
     (_nonblocking([("Isend", 0), ("Isend", 1), ("Irecv", 2), ("Irecv", 2)]), None),
     (_nonblocking([("Isend", 0), ("Isend", 1), ("Irecv", 0), ("Irecv", 0)]),
-     "waited for its sends before posting its receives"),
+     "waited for its sends before posting any receive"),
     (_nonblocking([("Irecv", 0), ("Irecv", 0), ("Isend", 0), ("Isend", 0)]),
      "waited for its first send before it started the second"),
     (_nonblocking(GOOD, [(n, k + 2) for n, k in GOOD]), "2 send(s) of the step before"),
@@ -208,3 +208,11 @@ def test_the_nonblocking_ring_waits_for_its_four_requests_together(calls, says):
 
     problem = exercises.nonblocking_problem(calls)
     assert problem is None if says is None else says in problem, problem
+
+
+def test_a_wait_after_one_receive_is_not_called_a_deadlock():
+    from hpclab.chapters.ring import exercises
+
+    pairs = _nonblocking([("Irecv", 0), ("Isend", 0), ("Irecv", 0), ("Isend", 0)])
+    problem = exercises.nonblocking_problem(pairs)
+    assert "before posting its second receive" in problem and "forever" not in problem

@@ -124,6 +124,14 @@ def _body(lines, name):
     return []
 
 
+def _blank(match):
+    """A triple-quoted string as lines of '""' with their indentation (blank ones blank)."""
+    lines = match.group(0).split("\n")
+    return "\n".join('""' if k == 0 else "" if not line.strip()
+                     else line[:len(line) - len(line.lstrip())] + '""'
+                     for k, line in enumerate(lines))
+
+
 def nogil_problem(func, calls=("MPI_Send", "MPI_Recv")):
     """What is wrong with where a compiled function makes ``calls``, read from its cell's
     source: each must sit inside ``with nogil:`` (or the function be ``nogil``), where
@@ -132,12 +140,15 @@ def nogil_problem(func, calls=("MPI_Send", "MPI_Recv")):
     source = getattr(func, "source", None)
     if not source:
         return None
+    # string literals blanked (a docstring may name MPI_Send), their lines kept
+    source = re.sub(r'("""|\'\'\')(?:.|\n)*?\1', _blank, source)
+    source = re.sub(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'', '""', source)
     body = _body(source.splitlines(), getattr(func, "name", getattr(func, "__name__", "")))
     if not body:
         return None
     end = next((k for k, line in enumerate(body) if line.rstrip().endswith(":")), 0)
     signature = " ".join(body[:end + 1])
-    if re.search(r"\)\s*(?:(?:noexcept|except\s+\S+)\s*)?nogil\b", signature):
+    if re.search(r"\)\s*(?:(?:noexcept|except\s*\??\s*\S+)\s*)?nogil\b", signature):
         return None
     outside = []
     for k, line in enumerate(body):
@@ -154,7 +165,7 @@ def nogil_problem(func, calls=("MPI_Send", "MPI_Recv")):
                 if re.match(r"\s*with\s+gil\s*:", above):
                     inside = False
                     break
-                if re.match(r"\s*with\s+nogil\s*:", above):
+                if re.match(r"\s*with\s+nogil\b[^:]*:", above):
                     inside = True
                     break
         if not inside:

@@ -191,10 +191,6 @@ WRONG = [
     case("the Python program predicted from the student's own addition", "test_interp",
          "your cartesian_add's time",
          ("predict_python", PREDICT, "float(mine_s + interp_s)")),
-    case("the prediction over the measurement", "test_python_verdict", "upside down",
-         ("python_verdict", "am.over_prediction(python_s, predicted_python_s)",
-          "(lambda r: (1 / r[0], 1 / r[2], 1 / r[1]))("
-          "am.over_prediction(python_s, predicted_python_s))")),
     case("the interpreter's share of the student's own time", "test_python_verdict",
          "not your cartesian_add's",
          ("python_verdict", SHARE, "interp_share = interp_s / mine_s")),

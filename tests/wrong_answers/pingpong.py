@@ -116,18 +116,6 @@ WRONG = [
           "                with gil:\n"
           "                    comm.Send(sendbuf, dest=1, tag=0)\n"
           "                    comm.Recv(recvbuf, source=1, tag=0)")),
-    case("the Cython loop outside `with nogil:`", "test_pingpong_loop_cy",
-         "not inside `with nogil:`",
-         ("pingpong_loop_cy", "    with nogil:\n        if rank == 0:",
-          "    if True:\n        if rank == 0:")),
-    case("the Cython loop counting n // 4 elements of MPI_INT", "test_pingpong_loop_cy",
-         "did not receive the other's message intact",
-         ("pingpong_loop_cy", "from mpi4py.libmpi cimport (MPI_BYTE,",
-          "from mpi4py.libmpi cimport (MPI_INT, MPI_BYTE,"),
-         *[("pingpong_loop_cy", f"MPI_{call}({buf}, n, MPI_BYTE, {peer}, 0, c",
-            f"MPI_{call}({buf}, n // 4, MPI_INT, {peer}, 0, c")
-           for call, buf, peer in (("Send", "send", 1), ("Recv", "recv", 1),
-                                   ("Recv", "recv", 0), ("Send", "send", 0))]),
     # it is not timed (it would write past the timing's buffers), so it has no share either
     case_losing("the Cython loop counting n elements of MPI_INT",
                 {"test_pingpong_loop_cy": "wrote past the end",

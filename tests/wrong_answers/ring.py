@@ -12,7 +12,7 @@ RECEIVES = """        recvs = [cart.Irecv(from_left, source=left, tag=1),
 
 WRONG = [
     case("the non-blocking ring waits for its sends before it posts its receives",
-         "test_nonblocking_ring", "waited for its sends before posting its receives",
+         "test_nonblocking_ring", "waited for its sends before posting any receive",
          ("nonblocking_ring", STEP,
           """        MPI.Request.Waitall([cart.Isend(to_right, dest=right, tag=1),
                              cart.Isend(to_left, dest=left, tag=2)])

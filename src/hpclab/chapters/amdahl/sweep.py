@@ -26,8 +26,8 @@ def tasks(profile=None, impls=IMPLS, hugepages=False, max_procs=None, kinds=KIND
     """The measurements a profile asks for, in the order they run; ``shapes`` replaces the
     profile's shapes of the strong sweep (a lab times its own, :func:`lab_shape`);
     ``distributions`` and ``procs`` keep only those of the strong sweep (a lab's one
-    comparison); ``repetitions`` replaces the profile's (runs of a few microseconds need
-    more than its three to show their scatter)."""
+    comparison); ``repetitions`` replaces the profile's for the strong sweep (runs of a few
+    microseconds need more than its three to show their scatter)."""
     settings = profiles.get(NAME, profile)
     if shapes is not None:
         settings["shapes"] = [[int(v) for v in shape] for shape in shapes]
@@ -39,6 +39,8 @@ def tasks(profile=None, impls=IMPLS, hugepages=False, max_procs=None, kinds=KIND
                          f"{', '.join(KINDS)}; distributions {', '.join(DISTRIBUTIONS)}")
     if distributions is not None:
         settings["compare"] = [d for d in DISTRIBUTIONS if d in distributions]
+    if repetitions is not None and int(repetitions) < 1:
+        raise ValueError(f"repetitions must be at least 1, got {repetitions}")
     max_procs = max_procs or NPROCS
     reps, out = int(repetitions or settings["repetitions"]), []
 
@@ -70,6 +72,11 @@ def tasks(profile=None, impls=IMPLS, hugepages=False, max_procs=None, kinds=KIND
                         "serial_fraction": syn["s"], "work": syn["work"],
                         "jitter": syn["jitter"], "seed": syn["seed"],
                         "repetitions": syn["repetitions"]})
+    if not out:
+        raise ValueError(f"no amdahl measurement asks for kinds {', '.join(kinds)}, "
+                         f"distributions {', '.join(distributions or DISTRIBUTIONS)} and P = "
+                         f"{', '.join(map(str, procs or range(1, max_procs + 1)))} on at most "
+                         f"{max_procs} ranks (one per core)")
     return out
 
 
@@ -123,13 +130,13 @@ def lab_shape(profile=None, ranks=1):
     return int(nx), ny, nz
 
 
-def _extra(impls, hugepages, shapes=None, distributions=None, procs=None):
-    """The run's metadata; a run of chosen shapes, distributions or P is a probe, not the
-    profile's sweep, and says so (``subset``: see :mod:`hpclab.inputs`)."""
-    what = ([f"shapes {', '.join(shape_name(*s) for s in shapes)}"] if shapes is not None
-            else []) + ([f"distributions {', '.join(distributions)}"] if distributions
-                        is not None else []) + ([f"P = {', '.join(map(str, procs))}"]
-                                                if procs is not None else [])
+def _extra(impls, hugepages, distributions=None, procs=None, repetitions=None):
+    """The run's metadata; a run of chosen distributions, P or repetitions is a probe, not
+    the profile's sweep, and says so (``subset``: see :mod:`hpclab.inputs`). A lab's own
+    shape is not: its sweep is whole, on arrays chosen for this machine's cache."""
+    what = ([f"distributions {', '.join(distributions)}"] if distributions is not None
+            else []) + ([f"P = {', '.join(map(str, procs))}"] if procs is not None else []) \
+        + ([f"{repetitions} repetitions"] if repetitions is not None else [])
     return {"implementations": list(impls), "hugepages": bool(hugepages),
             **({"subset": " and ".join(what) + " only"} if what else {})}
 
@@ -160,7 +167,7 @@ def run(profile=None, impls=IMPLS, n=None, hugepages=False, mpi_args=(), progres
         return on_engines(sys.modules[__name__], todo, profile=profile, n=n, engines=engines,
                           timeout=timeout, mpi_args=mpi_args, progress=progress,
                           describe=_describe,
-                          extra=_extra(impls, hugepages, shapes, distributions, procs))
+                          extra=_extra(impls, hugepages, distributions, procs, repetitions))
     finally:
         if owned:
             engines.stop()

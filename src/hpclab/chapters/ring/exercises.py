@@ -155,14 +155,17 @@ def nonblocking_problem(calls):
         if sorted(names) != sorted(["Irecv", "Irecv", "Isend", "Isend"] * calls["nprocs"]):
             return None  # the counts are the other checks' to name
         for step in range(calls["nprocs"]):
-            sends = 0
+            sends, receives = 0, 0
             for name, waiting in order[4 * step:4 * step + 4]:
                 if waiting < sends:  # a send of this step was waited for already
                     return (
                         f"rank {rank} waited for a send before it had posted all four calls of "
-                        "a step: " + ("it waited for its sends before posting its receives, "
+                        "a step: " + ("it waited for its sends before posting any receive, "
                                       "and such a send waits forever once a message is too "
-                                      "large for MPI to buffer" if name == "Irecv" else
+                                      "large for MPI to buffer" if name == "Irecv"
+                                      and not receives else
+                                      "it waited for a send before posting its second receive"
+                                      if name == "Irecv" else
                                       "it waited for its first send before it started the "
                                       "second, which makes the ring blocking again")
                         + ". Post both Irecv and both Isend, then wait for all four together "
@@ -172,6 +175,7 @@ def nonblocking_problem(calls):
                             "step before not waited for: wait for all four requests of each "
                             "step, the sends' too, before you reuse their buffers")
                 sends += name == "Isend"
+                receives += name == "Irecv"
     if calls["unwaited"]:
         return (f"a rank returned with {calls['unwaited']} send(s) never waited for: wait for "
                 "all four requests of the last step too")
