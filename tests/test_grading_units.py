@@ -220,6 +220,7 @@ def test_the_sandbox_starts_with_the_graders_inputs_not_the_submissions(tmp_path
     reason says so."""
     import nbformat
 
+    import confinement
     import sandbox
 
     if sandbox.isolation()[0] != "bwrap":
@@ -235,15 +236,29 @@ def test_the_sandbox_starts_with_the_graders_inputs_not_the_submissions(tmp_path
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
+    # what a reading submission must not see: a secret beside the grader's folders, the
+    # solutions, the gradebook's folder, the grader's home (test_hostile_class.py's reader
+    # tries the same under a wall budget a loaded machine can pass)
+    secret = tmp_path / "instructor-secret.txt"
+    secret.write_text("the instructor's secret")
+    hidden = [str(secret), str(ROOT / "solutions"), str(Path.home()), str(tmp_path)]
     nb.cells = [nbformat.v4.new_code_cell(
         "import os\nprint(sorted(os.listdir(os.environ['HPCLAB_RESULTS_DIR'])), "
-        "open('data.txt').read())")]
+        "open('data.txt').read())\n"
+        f"for p in {hidden!r}:\n"
+        "    print('seen:', p, os.path.exists(p) and (not os.path.isdir(p) or os.listdir(p)))")]
     limits = sandbox.Limits.from_env()
     limits.wall = limits.cell = 60
     result = sandbox.run(nb, limits, files_from=handed_in, inputs_from=inputs)
     assert result.status == "finished", result.reason
     text = "".join(o.get("text", "") for o in result.notebook.cells[0].outputs)
     assert "['pingpong-measured.json'] mine" in text, result.notebook.cells[0].outputs
+    # in the home, only the folders on the way to what is mounted back (the interpreter)
+    home = Path.home()
+    ways = sorted({m.relative_to(home).parts[0] for m in confinement._mount_points()
+                   if home in m.parents})
+    for p in hidden:
+        assert f"seen: {p} False" in text or f"seen: {p} {ways}" in text, text
     assert "results/ (saved runs: the grader measured this machine's inputs)" in result.reason
 
 
