@@ -13,7 +13,8 @@ notebook is fetched from the kernel through a bridge, as plain data:
   numpy, pandas, scipy and the standard library only);
 * a function of the notebook (the student's answer, or a helper of the lab) arrives as a
   proxy: calling it calls the function in the kernel on plain copies of the arguments and
-  brings back the result (and the arrays it changed in place) as plain data;
+  brings back the result (and the arrays it changed in place) as plain data; the proxy
+  carries the code the function was compiled from (``source``), for checks that read it;
 * the lab's MPI engines arrive as a proxy whose ``run`` asks the kernel to run one of the
   harnesses' own engine functions, by module and name.
 
@@ -201,9 +202,12 @@ class KernelFunction:
     """A function defined in the notebook: called in the kernel on plain copies of the
     arguments; arrays passed in are updated with what the function wrote into them."""
 
-    def __init__(self, bridge, name):
+    def __init__(self, bridge, name, source=None):
         self._bridge, self.name = bridge, name
         self.__name__ = name
+        # the code it was compiled from, as the kernel found it (checks read where its MPI
+        # calls or its threads are: hpclab.mpicython.source_of)
+        self.source = source if isinstance(source, str) else None
 
     def __call__(self, *args, **kwargs):
         import numpy as np
@@ -304,7 +308,7 @@ def namespace(bridge, names):
             if mod is not None:
                 ns[name] = mod
         elif kind == "callable":
-            ns[name] = KernelFunction(bridge, name)
+            ns[name] = KernelFunction(bridge, name, info.get("source"))
         elif kind == "engines":
             n = decode(info.get("n"))
             ns[name] = EnginesProxy(bridge, name, n if type(n) is int else 0)

@@ -77,6 +77,31 @@ def __hpclab_bridge__(folder):
             return float(x["__float__"])
         raise TypeError("unknown request")
 
+    def source(x):
+        """The code a function was compiled from, for checks that read it (where its MPI
+        calls or its threads are): a compiled cell's own (an ``%%mpi_cython`` function
+        carries it), the ``.pyx`` file a ``%%cython`` cell wrote, or a Python function's
+        lines. None when there is none."""
+        import inspect
+        import sys
+
+        text = getattr(x, "source", None)
+        if isinstance(text, str):
+            return text[:200_000]
+        module = sys.modules.get(getattr(x, "__module__", None) or "")
+        where = getattr(module, "__file__", None)
+        if where and not where.endswith(".py"):  # a compiled module: its .pyx beside it
+            pyx = os.path.join(os.path.dirname(where), module.__name__ + ".pyx")
+            try:
+                with open(pyx) as fh:
+                    return fh.read(200_000)
+            except OSError:
+                return None
+        try:
+            return inspect.getsource(x)[:200_000]
+        except (OSError, TypeError):
+            return None
+
     def kind(name):
         if name not in ns:
             return {"kind": "missing"}
@@ -87,7 +112,8 @@ def __hpclab_bridge__(folder):
             return {"kind": "engines", "n": enc(x.n)}
         if callable(x) and not isinstance(x, np.ndarray) and not (
                 pd is not None and isinstance(x, (pd.DataFrame, pd.Series))):
-            return {"kind": "callable", "name": getattr(x, "__name__", name)}
+            return {"kind": "callable", "name": getattr(x, "__name__", name),
+                    "source": source(x)}
         try:
             return {"kind": "data", "value": enc(x)}
         except Exception as exc:

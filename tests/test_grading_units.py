@@ -199,6 +199,31 @@ def test_a_graded_cell_reads_the_notebooks_values_and_calls_its_functions(tmp_pa
     assert "ok" in "".join(o.get("text", "") for o in outputs)
 
 
+def test_a_notebook_functions_source_reaches_the_graded_cell(tmp_path):
+    """Checks that read where a kernel's threads or MPI calls sit read the function's code:
+    in the grader the function is a proxy, which carries what the kernel found: a
+    ``%%cython`` module's .pyx beside its library, a compiled cell's own ``source``, a
+    Python function's lines."""
+    (tmp_path / "_cython_magic_x.pyx").write_text("def triad(a):\n    for j in prange(3):\n"
+                                                   "        pass\n")
+    bridge = _kernel(tmp_path, "import sys, types\n"
+                               "m = types.ModuleType('_cython_magic_x')\n"
+                               f"m.__file__ = {str(tmp_path / '_cython_magic_x.so')!r}\n"
+                               "sys.modules['_cython_magic_x'] = m\n"
+                               "def triad(a):\n    pass\n"
+                               "triad.__module__ = '_cython_magic_x'\n"
+                               "class Compiled:\n    source = 'with nogil:\\n    MPI_Send'\n"
+                               "    def __call__(self):\n        pass\n"
+                               "loop = Compiled()\n"
+                               "def plain(x):\n    return x + 1\n")
+    test = ("from hpclab.mpicython import source_of\n"
+            "assert 'prange(3)' in source_of(triad), source_of(triad)\n"
+            "assert 'MPI_Send' in source_of(loop), source_of(loop)\n"
+            "assert 'return x + 1' in source_of(plain), source_of(plain)\n")
+    outputs = judge.run_test(test, bridge, 1)
+    assert not _errors(outputs), outputs
+
+
 def test_a_value_that_lies_about_equality_arrives_as_the_number_it_is(tmp_path):
     bridge = _kernel(tmp_path, "class Liar(float):\n    def __eq__(self, other):\n"
                                "        return True\nanswer = Liar(1.0)\n")

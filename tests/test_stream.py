@@ -132,3 +132,40 @@ def test_a_stream_run_that_more_threads_made_much_slower_is_named():
     assert "with 2 threads" in words and "0.4 GB/s" in words and "idle machine" in words
     assert analysis.loaded_words({1: 12.0, 2: 20.0, 4: 19.0}) == ""
     assert analysis.loaded_words({1: 12.0}) == ""
+
+
+TRIAD_HEAD = ("from cython.parallel cimport prange, parallel, threadid\n"
+              "def triad(double[::1] a, const double[::1] b, const double[::1] c, double scalar,"
+              " int threads=1):\n    \"\"\"prange(n) in a docstring\"\"\"\n"
+              "    cdef Py_ssize_t j, n = a.shape[0]\n")
+LINE = "a[j] = b[j] + scalar * c[j]"
+
+
+@pytest.mark.parametrize("body, threaded, schedule, split", [
+    (f'    for j in prange(n, nogil=True, schedule="static", num_threads=threads):\n        {LINE}',
+     True, "static", True),
+    (f'    for j in prange(n, nogil=True, schedule="dynamic", num_threads=threads):\n'
+     f'        {LINE}', True, "dynamic", True),
+    (f"    for j in prange(n, nogil=True, num_threads=threads, schedule='guided',\n"
+     f"                    chunksize=4):\n        {LINE}", True, "guided", True),
+    (f"    for j in prange(n, nogil=True, num_threads=threads):\n        {LINE}", True, "", True),
+    (f"    with nogil, parallel(num_threads=threads):\n        for j in range(n):\n"
+     f"            {LINE}", True, "", False),
+    (f"    with nogil, parallel(num_threads=threads):\n        t = threadid()\n"
+     f"        for j in range(t, n, threads):\n            {LINE}", True, "", True),
+    (f"    for j in range(n):\n        {LINE}", False, "", True),
+    (f"    for j in prange(n, nogil=True, num_threads=1):\n        {LINE}", False, "", True),
+])
+def test_the_triads_source_says_how_its_threads_share_the_loop(body, threaded, schedule, split):
+    """What the STREAM lab's check reads from a triad's Cython: its threads, its schedule and
+    whether they share the loop out or each run all of it. The source is read wherever the
+    function is: its own ``source`` (the grader's proxy carries it) or its module's .pyx."""
+    from types import SimpleNamespace
+
+    from hpclab.chapters.stream.exercises import stream_triad_source
+
+    triad = SimpleNamespace(__name__="triad", source=TRIAD_HEAD + body + "\n")
+    assert stream_triad_source(triad) == {"threaded": threaded, "schedule": schedule,
+                                          "split": split}
+    assert stream_triad_source(SimpleNamespace(__name__="triad")) == {
+        "threaded": None, "schedule": None, "split": None}

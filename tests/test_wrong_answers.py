@@ -1,10 +1,10 @@
 """Each common wrong answer of a lab loses exactly its own item's points, and its check says
 why in the words the case names.
 
-The solution runs once in a Jupyter kernel, with its visible and hidden checks inline
-(quick profile). The autograder runs the same checks in its own process on copies of the
-notebook's values (autograder/judge.py); that path is tested on the solution and the
-untouched lab by tests/test_notebooks.py, and on a wrong answer by tests/test_pingpong.py.
+The solution runs once in a Jupyter kernel (quick profile); its graded cells, visible and
+hidden checks together, run as the autograder runs them: in this process, on the kernel's
+values and functions through the bridge (autograder/judge.py), so a check that cannot read
+there what it reads in a kernel (a function's source, say) is found here.
 Then, for each wrong answer of tests/wrong_answers/<lab>.py, its edited answer cells and the
 cells after them run again (see the test): the graded cells that fail must be the one it
 names, with an AssertionError that says its words (not a NameError, a timeout or a crash).
@@ -12,6 +12,8 @@ names, with an AssertionError that says its words (not a NameError, a timeout or
 from __future__ import annotations
 
 import os
+import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -20,6 +22,9 @@ import pytest
 import wrong_answers
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "autograder"))
+
+import judge  # noqa: E402
 
 
 def _grade_id(cell):
@@ -185,11 +190,26 @@ def each_wrong_answer_loses_only_its_own_points(lab, tmp_path, monkeypatch):
     client = NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(tmp_path)}})
     cases = [(_edited(nb.cells, solution, w["edits"]), w) for w in WRONG[lab]]
-    problems = []
+    problems, seconds = [], []
+    scratch = len(nb.cells)
+    nb.cells.append(nbformat.v4.new_code_cell(""))  # where the bridge's requests run
+
+    def in_kernel(code):
+        cell = nbformat.v4.new_code_cell(code)
+        client.execute_cell(cell, scratch, store_history=False)
+        return cell.get("outputs", [])
+
+    # the graded cells run as the grader runs them: in this process, on the kernel's values
+    # and functions through the bridge (what a check reads of a function, e.g. its source,
+    # is what the grader can read)
+    bridge = judge.Bridge(in_kernel, str(tmp_path / "bridge"))
     with client.setup_kernel(env=dict(os.environ)):
         def execute(i, source):
             nb.cells[i].source = source
-            client.execute_cell(nb.cells[i], i)
+            if i in graded:
+                nb.cells[i].outputs = judge.run_test(source, bridge, i)
+            else:
+                client.execute_cell(nb.cells[i], i)
 
         def rerun(edited, first):
             """Run the edited cells (sources from ``edited``, else the solution's), every
@@ -216,7 +236,9 @@ def each_wrong_answer_loses_only_its_own_points(lab, tmp_path, monkeypatch):
         restore = {}  # the last case's edited cells, run again with the solution's sources
         for edited, wrong in cases:
             first = min(edited)
+            t0 = time.monotonic()
             rerun({**restore, **edited}, first)
+            seconds.append((time.monotonic() - t0, wrong["why"]))
             lost = {_grade_id(nb.cells[i]) for i in graded if first <= i < last
                     and _failed(nb.cells[i])}
             # (check, words it must say, what it said) for each check the case loses
@@ -238,7 +260,10 @@ def each_wrong_answer_loses_only_its_own_points(lab, tmp_path, monkeypatch):
             extra = set().union(*(_names(src)[0] - names[i][0] for i, src in edited.items()))
             restore = dict.fromkeys([*edited, *(j for j in code[:-1] if names[j][0] & extra)])
         if restore:
-            rerun(restore, len(nb.cells))
-        if last < len(nb.cells):
+            rerun(restore, scratch)
+        if last < scratch:
             execute(last, solution[last])
+    # the slowest cases, for whoever makes this test faster (pytest -s shows them)
+    for t, why in sorted(seconds, reverse=True)[:8]:
+        print(f"{lab}: {t:6.1f} s  {why}")
     assert not problems, "\n".join(problems)

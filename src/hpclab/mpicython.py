@@ -132,17 +132,45 @@ def _blank(match):
                      for k, line in enumerate(lines))
 
 
+def without_strings(source):
+    """``source`` with its string literals blanked (each ``""``), their lines kept: what a
+    check reads of the code, not of its docstrings and messages."""
+    source = re.sub(r'("""|\'\'\')(?:.|\n)*?\1', _blank, source)
+    return re.sub(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'', '""', source)
+
+
+def source_of(func):
+    """The code ``func`` was compiled from, for checks that read it: an ``%%mpi_cython``
+    function's cell (its ``source``; the grader's proxy of a notebook function carries the
+    same, found in the kernel), the ``.pyx`` file a ``%%cython`` cell wrote beside its
+    module, or a Python function's lines. None when there is none."""
+    import inspect
+
+    text = getattr(func, "source", None)
+    if isinstance(text, str):
+        return text
+    module = sys.modules.get(getattr(func, "__module__", None) or "")
+    where = getattr(module, "__file__", None)
+    if module is not None and where and not where.endswith(".py"):
+        try:
+            return Path(where).with_name(module.__name__ + ".pyx").read_text()
+        except OSError:
+            return None
+    try:
+        return inspect.getsource(func)
+    except (OSError, TypeError):
+        return None
+
+
 def nogil_problem(func, calls=("MPI_Send", "MPI_Recv")):
     """What is wrong with where a compiled function makes ``calls``, read from its cell's
     source: each must sit inside ``with nogil:`` (or the function be ``nogil``), where
     Cython refuses, at compile time, any call that goes through the interpreter. None when
     every one does, or when there is no source to read."""
-    source = getattr(func, "source", None)
+    source = source_of(func)
     if not source:
         return None
-    # string literals blanked (a docstring may name MPI_Send), their lines kept
-    source = re.sub(r'("""|\'\'\')(?:.|\n)*?\1', _blank, source)
-    source = re.sub(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'', '""', source)
+    source = without_strings(source)  # a docstring may name MPI_Send
     body = _body(source.splitlines(), getattr(func, "name", getattr(func, "__name__", "")))
     if not body:
         return None

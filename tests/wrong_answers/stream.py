@@ -13,6 +13,15 @@ WRONG = [
          ("triad", 'prange(n, nogil=True, schedule="static", num_threads=threads)', "range(n)")),
     case("a triad on one thread whatever it is given", "test_triad", "one thread",
          ("triad", "num_threads=threads)", "num_threads=1)")),
+    case("a dynamic schedule", "test_triad", "schedule=\"static\"",
+         ("triad", 'schedule="static"', 'schedule="dynamic"')),
+    case("a parallel block in which every thread runs the whole loop", "test_triad",
+         "runs the whole loop on every thread",
+         ("triad", 'for j in prange(n, nogil=True, schedule="static", num_threads=threads):\n'
+          "        a[j] = b[j] + scalar * c[j]",
+          "with nogil, parallel(num_threads=threads):\n        for j in range(n):\n"
+          "            a[j] = b[j] + scalar * c[j]"),
+         ("triad", "cimport prange", "cimport prange, parallel")),
     case("the ten runs timed together, the total ten times", "test_bandwidth",
          "one time ten times",
          ("bandwidth", "for _ in range(10):\n    t0 = time.perf_counter()\n"

@@ -9,7 +9,8 @@ def stream_triad_check(triad, n, threads=1, scalar=None, seed=1):
     (``scalar``: STREAM's, :data:`hpclab.chapters.stream.kernels.SCALAR`, by default).
 
     Returns a dict: ``correct`` (a equals b + scalar * c to rounding),
-    ``inputs_untouched`` (b and c unchanged), ``seconds`` (one call).
+    ``inputs_untouched`` (b and c unchanged), ``seconds`` (one call), and what its source
+    says of its threads (:func:`stream_triad_source`).
     """
     import time
 
@@ -28,33 +29,45 @@ def stream_triad_check(triad, n, threads=1, scalar=None, seed=1):
     correct = bool(np.all(np.abs(a - (b0 + scalar * c0)) <= bound))  # NaN: not written
     return {"correct": correct,
             "inputs_untouched": bool(np.array_equal(b, b0) and np.array_equal(c, c0)),
-            "seconds": seconds, "threaded": stream_triad_threaded(triad)}
+            "seconds": seconds, **stream_triad_source(triad)}
 
 
-def stream_triad_threaded(triad):
-    """Whether the source of a ``%%cython`` triad runs its loop on OpenMP threads with the
-    count it is given (``prange(..., num_threads=threads)``): True or False, read from the
-    ``.pyx`` file the cell compiled; None when that file cannot be found."""
+def stream_triad_source(triad):
+    """What the source of a ``%%cython`` triad says about its threads, read from the
+    ``.pyx`` file the cell compiled (:func:`hpclab.mpicython.source_of`: in the grader, what
+    the kernel found). A dict, each value None when there is no source to read:
+
+    ``threaded``: whether its loop runs on OpenMP threads with the count it is given
+    (``prange(..., num_threads=threads)`` or ``parallel(num_threads=threads)``);
+    ``schedule``: the schedule its ``prange`` names ("" when it names none: OpenMP's static);
+    ``split``: whether its threads share the iterations out (a ``prange``, or ``threadid()``
+    in a ``parallel`` block) rather than each running the whole loop.
+    """
     import re
-    import sys
-    from pathlib import Path
 
-    module = sys.modules.get(getattr(triad, "__module__", "") or "")
-    where = getattr(module, "__file__", None)
-    if not where:
-        return None
-    pyx = Path(where).with_name(module.__name__ + ".pyx")
-    try:
-        text = pyx.read_text()
-    except OSError:
-        return None
-    code = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+    from hpclab.mpicython import source_of, without_strings
+
+    out = {"threaded": None, "schedule": None, "split": None}
+    text = source_of(triad)
+    if not text:
+        return out
+    # the schedule is a string: it is read before the strings are blanked
+    named = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+    code = "\n".join(line.split("#", 1)[0] for line in without_strings(text).splitlines())
     # the function's own lines: from its def to the next line that starts at column 0
     name = re.escape(getattr(triad, "__name__", "triad"))
-    body = re.search(rf"^(?:c?p?def)\s[^(]*\b{name}\s*\(.*?(?=^\S|\Z)", code, re.S | re.M)
-    # prange(..., num_threads=threads) or parallel(num_threads=threads), however written
-    return bool(body) and bool(re.search(r"\b(?:prange|parallel)\s*\(", body.group(0))) and bool(
-        re.search(r"\bnum_threads\s*=\s*(?:int\s*\(\s*)?threads\b", body.group(0)))
+    found = re.search(rf"^(?:c?p?def)\s[^(]*\b{name}\s*\(.*?(?=^\S|\Z)", code, re.S | re.M)
+    body = found.group(0) if found else ""
+    first = code[:found.start()].count("\n") if found else 0
+    named = "\n".join(named.splitlines()[first:first + body.count("\n") + 1]) if found else ""
+    parallel = bool(re.search(r"\b(?:prange|parallel)\s*\(", body))
+    out["threaded"] = parallel and bool(
+        re.search(r"\bnum_threads\s*=\s*(?:int\s*\(\s*)?threads\b", body))
+    schedule = re.search(r"\bprange\s*\((?:[^()]|\([^()]*\))*?\bschedule\s*=\s*['\"](\w+)",
+                         named, re.S)
+    out["schedule"] = schedule.group(1) if schedule else ""
+    out["split"] = not parallel or bool(re.search(r"\b(?:prange|threadid)\s*\(", body))
+    return out
 
 
 def stream_cache_elements(at_most=None):
