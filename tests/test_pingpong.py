@@ -118,6 +118,37 @@ def _loop_world(comm, sendbuf, recvbuf, iterations):
     return _loop_one_way(MPI.COMM_WORLD, sendbuf, recvbuf, iterations)
 
 
+def _loop_sends_first(comm, sendbuf, recvbuf, iterations):
+    from mpi4py import MPI
+
+    rank = comm.Get_rank()
+    comm.Barrier()
+    t0 = MPI.Wtime()
+    if rank == 0:
+        for _ in range(iterations):
+            comm.Send(sendbuf, dest=1)
+        for _ in range(iterations):
+            comm.Recv(recvbuf, source=1)
+    elif rank == 1:
+        for _ in range(iterations):
+            comm.Recv(recvbuf, source=0)
+            comm.Send(sendbuf, dest=0)
+    return (MPI.Wtime() - t0) / (2 * iterations)
+
+
+def test_a_loop_that_would_wait_forever_at_large_sizes_is_not_timed(engines):
+    """All the sends first finishes with small messages, which MPI buffers, and waits forever
+    once they are too large: the timing of (b) reads the order of the calls with small
+    messages first and times the lab's own loop instead, at once, rather than after a
+    timeout per size. A loop of one round trip after another is timed as it is."""
+    from hpclab.chapters.pingpong import exercises
+
+    said = exercises._order_problem(engines, _loop_sends_first, 60)
+    assert said and "sends all its messages on rank 0" in said, said
+    assert exercises._order_problem(engines, _loop_one_way, 60) is None
+    assert exercises._order_problem(engines, _loop_world, 60)  # no calls on the communicator
+
+
 def test_the_ticking_clock_grades_the_timing_arithmetic_without_timing(engines):
     """A correct loop reads exactly one tick, a round trip two, whatever the machine's load;
     a loop that bypasses the communicator it is given sends no counted message."""

@@ -298,13 +298,34 @@ def batches_clock_check(engines, batches, nbytes=256, warmup=3, iterations=4, re
             "unwritten": any(r["unwritten"] for r in per_rank[:2])}
 
 
+def _order_problem(engines, loop, timeout, rounds=3):
+    """How ``loop``'s ranks 0 and 1 order their calls, in words, when it is not one round trip
+    after another (rank 0 a send then a receive, rank 1 a receive then a send), read under the
+    ticking clock with small messages, which MPI buffers; None when it is, or when that run
+    did not finish (the timing says so itself)."""
+    try:
+        orders = pingpong_clock_check(engines, loop, 64, iterations=rounds,
+                                      timeout=min(timeout, 30))["orders"]
+    except Exception:  # noqa: BLE001  (the timing that follows fails in the student's terms)
+        return None
+    first, second = (list(o or []) for o in orders[:2])
+    if first == ["send", "recv"] * rounds and second == ["recv", "send"] * rounds:
+        return None
+    if first[:2] == ["send", "send"]:
+        return "sends all its messages on rank 0 before it receives an answer"
+    return (f"calls {', '.join(first[:4]) or 'nothing'} on rank 0 and "
+            f"{', '.join(second[:4]) or 'nothing'} on rank 1, not one round trip after another")
+
+
 def time_batches(engines, batches, loop, sizes, warmup=10, iterations=200, repetitions=5,
                  timeout=60, cython_loop=None):
     """Time the student's ``batches`` with their ``loop`` beside the library's C and Python
     (buffer API) kernels, at the same sizes and counts, one after the other in this call.
-    A loop that names the pickle API (:func:`pickle_calls`) is replaced by
-    :func:`reference_loop`, with a warning. With ``cython_loop`` (the student's loop from an
-    ``%%mpi_cython`` cell), their batches around it too, and the library's Cython kernel.
+    A loop that names the pickle API (:func:`pickle_calls`), or whose ranks do not make one
+    round trip after another (:func:`_order_problem`: at large sizes such a loop can wait
+    forever), is replaced by :func:`reference_loop`, with a warning. With ``cython_loop``
+    (the student's loop from an ``%%mpi_cython`` cell), their batches around it too, and the
+    library's Cython kernel.
 
     Returns a DataFrame: ``nbytes`` and the median one-way time in seconds of ``yours``,
     (``yours_cython``,) ``c``, (``cython``,) and ``python``. A Cython loop that raises or does not
@@ -321,6 +342,14 @@ def time_batches(engines, batches, loop, sizes, warmup=10, iterations=200, repet
                       "talk to the buffer API on the other side: your batches are timed with "
                       "the lab's own loop (reference_loop) instead", stacklevel=2)
         loop = reference_loop
+    else:
+        order = _order_problem(engines, loop, timeout)
+        if order:  # e.g. all the sends first: at 1 MiB both ranks would send and wait forever
+            warnings.warn(f"your loop {order}, which waits forever once messages are too "
+                          "large for MPI to buffer: your batches are timed with the lab's own "
+                          "loop (reference_loop) instead (the check of (a) says more)",
+                          stacklevel=2)
+            loop = reference_loop
     rows, cython_stuck = [], None
     if cython_loop is not None:  # first on small guarded buffers: not one that overruns them
         try:
