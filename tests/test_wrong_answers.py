@@ -164,11 +164,11 @@ def test_each_wrong_answer_loses_only_its_own_points(lab, tmp_path, monkeypatch)
 
 
 def each_wrong_answer_loses_only_its_own_points(lab, tmp_path, monkeypatch):
-    """A wrong answer reruns its edited cells, every graded cell after the first of them, and
-    every cell after it that reads a name those cells (re)defined, when a graded cell reads
-    what it defines; the cells the case before it edited run again with the solution's
-    sources in the same pass, which gives the state back. Cells that read nothing an answer
-    changed (the measurements, the simulation) and figures run once."""
+    """A wrong answer reruns its edited cells and every cell after them that reads a name
+    those cells (re)defined, when a graded cell reads what it defines, the graded cells among
+    them; the cells the case before it edited run again with the solution's sources in the
+    same pass, which gives the state back. Cells that read nothing an answer changed (the
+    measurements, the simulation, the checks of other answers) and figures run once."""
     from nbclient import NotebookClient
 
     monkeypatch.setenv("HPCLAB_PROFILE", "quick")
@@ -211,19 +211,21 @@ def each_wrong_answer_loses_only_its_own_points(lab, tmp_path, monkeypatch):
             else:
                 client.execute_cell(nb.cells[i], i)
 
-        def rerun(edited, first):
-            """Run the edited cells (sources from ``edited``, else the solution's), every
-            graded cell from ``first`` on, and the cells after the first edit that a verdict
-            can depend on and that read what changed. A cell's names change only when it is
-            edited or reads a changed name: a check run again on the same inputs gives them
-            the same values."""
+        def rerun(edited):
+            """Run the edited cells (sources from ``edited``, else the solution's) and the
+            cells after the first edit that a verdict can depend on and that read what
+            changed, the checks among them. A cell's names change only when it is edited or
+            reads a changed name, and a check reads the notebook only by name (the bridge
+            fetches what it names): a check whose names did not change keeps its verdict.
+            A check defines nothing in the kernel."""
             dirty = set()
             for i in (i for i in code if min(edited) <= i < last):
                 changed = i in edited or bool(names[i][1] & dirty)
-                if (changed and (i in edited or i in needed)) or (i in graded and i >= first):
-                    execute(i, edited.get(i) or solution[i])
                 if changed and (i in edited or i in needed):
-                    dirty |= names[i][0] | (_names(edited[i])[0] if edited.get(i) else set())
+                    execute(i, edited.get(i) or solution[i])
+                    if i not in graded:
+                        dirty |= names[i][0] | (_names(edited[i])[0] if edited.get(i)
+                                                else set())
 
         for i in code[:-1]:
             execute(i, solution[i])
@@ -237,7 +239,7 @@ def each_wrong_answer_loses_only_its_own_points(lab, tmp_path, monkeypatch):
         for edited, wrong in cases:
             first = min(edited)
             t0 = time.monotonic()
-            rerun({**restore, **edited}, first)
+            rerun({**restore, **edited})
             seconds.append((time.monotonic() - t0, wrong["why"]))
             lost = {_grade_id(nb.cells[i]) for i in graded if first <= i < last
                     and _failed(nb.cells[i])}
@@ -260,7 +262,7 @@ def each_wrong_answer_loses_only_its_own_points(lab, tmp_path, monkeypatch):
             extra = set().union(*(_names(src)[0] - names[i][0] for i, src in edited.items()))
             restore = dict.fromkeys([*edited, *(j for j in code[:-1] if names[j][0] & extra)])
         if restore:
-            rerun(restore, scratch)
+            rerun(restore)
         if last < scratch:
             execute(last, solution[last])
     # the slowest cases, for whoever makes this test faster (pytest -s shows them)
