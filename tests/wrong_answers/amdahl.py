@@ -188,6 +188,17 @@ WRONG = [
           'TINY))\n'
           '                           / np.median(am.work_seconds(tiny_df, "c", P_top, TINY)))'
           )),
+    case("the interpreter's cost from the student's own addition at TINY", "test_interp",
+         "starts from your cartesian_add at TINY",
+         ("interp", INTERP,
+          'mine_tiny_s - np.median(am.work_seconds(tiny_df, "c", P_top, TINY))')),
+    case("the interpreter's cost scaled by the elements", "test_interp",
+         "multiplies interp_s by SHAPE's elements",
+         ("predict_python", PREDICT,
+          'float(np.median(am.work_seconds(df, "c", P_top, SHAPE))\n'
+          '                           + interp_s * np.prod(SHAPE) / np.prod(TINY))')),
+    case("the prediction from (b)'s sum of phase medians", "test_interp", "c_3d_s of (b)",
+         ("predict_python", PREDICT, "float(c_3d_s + interp_s)")),
     case("the Python program predicted from the student's own addition", "test_interp",
          "your cartesian_add's time",
          ("predict_python", PREDICT, "float(mine_s + interp_s)")),
