@@ -81,7 +81,14 @@ def __hpclab_bridge__(folder):
         """The code a function was compiled from, for checks that read it (where its MPI
         calls or its threads are): a compiled cell's own (an ``%%mpi_cython`` function
         carries it), the ``.pyx`` file a ``%%cython`` cell wrote, or a Python function's
-        lines. None when there is none."""
+        lines. None when there is none, or when looking raised (whatever the notebook's
+        object does, the lookup of the other names goes on)."""
+        try:
+            return find_source(x)
+        except Exception:  # noqa: BLE001
+            return None
+
+    def find_source(x):
         import inspect
         import sys
 

@@ -215,8 +215,13 @@ def test_a_notebook_functions_source_reaches_the_graded_cell(tmp_path):
                                "class Compiled:\n    source = 'with nogil:\\n    MPI_Send'\n"
                                "    def __call__(self):\n        pass\n"
                                "loop = Compiled()\n"
-                               "def plain(x):\n    return x + 1\n")
+                               "def plain(x):\n    return x + 1\n"
+                               "class Raising:\n    @property\n    def source(self):\n"
+                               "        raise RuntimeError('looked at')\n"
+                               "    def __call__(self):\n        return 7\n"
+                               "odd = Raising()\n")
     test = ("from hpclab.mpicython import source_of\n"
+            "assert source_of(odd) is None and odd() == 7\n"
             "assert 'prange(3)' in source_of(triad), source_of(triad)\n"
             "assert 'MPI_Send' in source_of(loop), source_of(loop)\n"
             "assert 'return x + 1' in source_of(plain), source_of(plain)\n")
