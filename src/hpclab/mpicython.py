@@ -108,9 +108,10 @@ def _relined(text, path):
     return text.replace(str(path), "cell").replace(path.name, "cell")
 
 
-def _body(lines, name):
-    """The lines of function ``name``'s definition in ``lines``: its def line, the rest of
-    its signature and its body (up to the next line indented no deeper than the def)."""
+def body_span(lines, name):
+    """(first, end): the indices in ``lines`` of function ``name``'s definition, its def
+    line, the rest of its signature and its body (up to the next line indented no deeper
+    than the def); (0, 0) when there is none."""
     head = re.compile(rf"^(\s*)c?p?def\b[^(]*\b{re.escape(name)}\s*\(")
     for i, line in enumerate(lines):
         m = head.match(line)
@@ -120,8 +121,14 @@ def _body(lines, name):
                     "#") or len(lines[end]) - len(lines[end].lstrip()) > depth
                     or lines[end].lstrip().startswith((")", "]"))):
                 end += 1
-            return lines[i:end]
-    return []
+            return i, end
+    return 0, 0
+
+
+def _body(lines, name):
+    """The lines of function ``name``'s definition in ``lines`` (see :func:`body_span`)."""
+    first, end = body_span(lines, name)
+    return lines[first:end]
 
 
 def _blank(match):

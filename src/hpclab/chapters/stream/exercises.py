@@ -45,21 +45,18 @@ def stream_triad_source(triad):
     """
     import re
 
-    from hpclab.mpicython import source_of, without_strings
+    from hpclab.mpicython import body_span, source_of, without_strings
 
     out = {"threaded": None, "schedule": None, "split": None}
     text = source_of(triad)
     if not text:
         return out
-    # the schedule is a string: it is read before the strings are blanked
-    named = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
-    code = "\n".join(line.split("#", 1)[0] for line in without_strings(text).splitlines())
-    # the function's own lines: from its def to the next line that starts at column 0
-    name = re.escape(getattr(triad, "__name__", "triad"))
-    found = re.search(rf"^(?:c?p?def)\s[^(]*\b{name}\s*\(.*?(?=^\S|\Z)", code, re.S | re.M)
-    body = found.group(0) if found else ""
-    first = code[:found.start()].count("\n") if found else 0
-    named = "\n".join(named.splitlines()[first:first + body.count("\n") + 1]) if found else ""
+    # the function's own lines, its strings blanked (the schedule, a string, is read from the
+    # same lines as written: blanking keeps the lines)
+    lines = [line.split("#", 1)[0] for line in without_strings(text).splitlines()]
+    first, end = body_span(lines, getattr(triad, "__name__", "triad"))
+    body = "\n".join(lines[first:end])
+    named = "\n".join(line.split("#", 1)[0] for line in text.splitlines()[first:end])
     parallel = bool(re.search(r"\b(?:prange|parallel)\s*\(", body))
     out["threaded"] = parallel and bool(
         re.search(r"\bnum_threads\s*=\s*(?:int\s*\(\s*)?threads\b", body))
