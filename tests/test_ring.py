@@ -216,3 +216,100 @@ def test_a_wait_after_one_receive_is_not_called_a_deadlock():
     pairs = _nonblocking([("Irecv", 0), ("Isend", 0), ("Irecv", 0), ("Isend", 0)])
     problem = exercises.nonblocking_problem(pairs)
     assert "before posting its second receive" in problem and "forever" not in problem
+
+
+def _ordered(*per_rank):
+    """A ring_calls_check result whose rank r made the calls ``per_rank[r]`` (names)."""
+    return {"nprocs": len(per_rank),
+            "orders": {r: [(n, 0) for n in names] for r, names in enumerate(per_rank)}}
+
+
+SEND_FIRST, RECEIVE_FIRST = ["Ssend", "Recv"] * 2, ["Recv", "Ssend"] * 2
+
+
+@pytest.mark.parametrize("calls, says", [
+    (_ordered(SEND_FIRST, RECEIVE_FIRST, SEND_FIRST), None),
+    (_ordered(RECEIVE_FIRST, SEND_FIRST, RECEIVE_FIRST, SEND_FIRST), None),
+    # rank < P/2 sends first: rank 2 receives first where rank 0 sends first
+    (_ordered(SEND_FIRST, SEND_FIRST, RECEIVE_FIRST), "rank 2 calls Recv, Ssend, Recv, Ssend "
+                                                      "but rank 0, also even, calls Ssend"),
+    (_ordered(SEND_FIRST, SEND_FIRST, RECEIVE_FIRST, RECEIVE_FIRST), "rank 2 calls Recv"),
+    # one rank receives first, all others send first
+    (_ordered(RECEIVE_FIRST, SEND_FIRST, SEND_FIRST), "rank 2 calls Ssend, Recv"),
+    (_ordered(SEND_FIRST, SEND_FIRST), "in the same order"),
+])
+def test_the_ordered_ring_is_ordered_by_parity(calls, says):
+    from hpclab.chapters.ring import exercises
+
+    problem = exercises.ordered_problem(calls)
+    assert problem is None if says is None else says in problem, problem
+
+
+def _other(name, step, p=2, unwaited=0, changed=None):
+    """A ring_calls_check result of ``p`` ranks each making ``step`` in every step."""
+    return {"nprocs": p, "orders": {r: step * p for r in range(p)}, "unwaited": unwaited,
+            "changed": changed}
+
+
+@pytest.mark.parametrize("calls, name, says", [
+    (_other("send_ring", [("Send", 0), ("Send", 0), ("Recv", 0), ("Recv", 0)]), "send_ring",
+     None),
+    (_other("isend_ring", [("Isend", 0), ("Isend", 1), ("Recv", 2), ("Recv", 2)]),
+     "isend_ring", None),
+    (_other("send_ring", [("Recv", 0), ("Recv", 0), ("Send", 0), ("Send", 0)]), "send_ring",
+     "no ordering by rank"),
+    (_other("isend_ring", [("Isend", 0), ("Isend", 1), ("Recv", 0), ("Recv", 0)]),
+     "isend_ring", "waited for a send before its receives"),
+    (_other("isend_ring", [("Isend", 0), ("Isend", 1), ("Recv", 2), ("Recv", 2)], unwaited=2),
+     "isend_ring", "never waited for"),
+    (_other("isend_ring", [("Isend", 0), ("Isend", 1), ("Recv", 2), ("Recv", 2)],
+            changed={"rank": 1, "function": "isend_ring", "line": 9, "code": "a[:] = b"}),
+     "isend_ring", "rank 1 changed what it was sending before it waited for the send: after "
+                   "line 9 of isend_ring (`a[:] = b`)"),
+])
+def test_the_other_rings_calls_are_read_in_order(calls, name, says):
+    from hpclab.chapters.ring import exercises
+
+    problem = exercises.other_ring_problem(calls, name)
+    assert problem is None if says is None else says in problem, problem
+
+
+def _isend_ring(comm, in_place=False):
+    """isend_ring; with ``in_place``, it writes the next step's values into the arrays it is
+    still sending before it waits for the sends."""
+    import numpy as np
+    from mpi4py import MPI
+
+    cart = comm.Create_cart([comm.Get_size()], periods=[True])
+    rank, size = cart.Get_rank(), cart.Get_size()
+    left, right = cart.Shift(0, 1)
+    to_right, to_left = np.array([-rank], np.int32), np.array([rank], np.int32)
+    from_left, from_right = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    for step in range(size):
+        sends = [cart.Isend(to_right, dest=right, tag=1), cart.Isend(to_left, dest=left, tag=2)]
+        cart.Recv(from_left, source=left, tag=1)
+        cart.Recv(from_right, source=right, tag=2)
+        if in_place and step < size - 1:
+            to_right[:] = from_left + rank
+        MPI.Request.Waitall(sends)
+        if step < size - 1:
+            to_right, to_left = from_left + rank, from_right - rank
+    cart.Free()
+    return int(from_left[0]), int(from_right[0])
+
+
+def _isend_ring_in_place(comm):
+    return _isend_ring(comm, in_place=True)
+
+
+def test_a_send_buffer_changed_before_its_wait_is_found_with_its_line(engines):
+    from hpclab.chapters.ring import exercises
+
+    good = exercises.ring_calls_check(engines, _isend_ring, nprocs=2, timeout=30)
+    assert good["ok"] and good["changed"] is None, good
+    bad = exercises.ring_calls_check(engines, _isend_ring_in_place, nprocs=2, timeout=30)
+    # the line that changed it is _isend_ring's, called from the function that was checked
+    assert bad["changed"]["function"] == "_isend_ring", bad["changed"]
+    assert bad["changed"]["line"] == 17 and bad["changed"]["code"] == "", bad["changed"]
+    problem = exercises.other_ring_problem(bad, "isend_ring")
+    assert "after line 17 of _isend_ring" in problem, problem

@@ -169,3 +169,35 @@ def test_the_triads_source_says_how_its_threads_share_the_loop(body, threaded, s
                                           "split": split}
     assert stream_triad_source(SimpleNamespace(__name__="triad")) == {
         "threaded": None, "schedule": None, "split": None}
+
+
+def _triad(a, b, c, scalar, threads=1):
+    a[:] = b + scalar * c
+
+
+def test_a_recording_triad_notes_the_threads_of_each_call_and_stays_the_triad():
+    from hpclab.chapters.stream import exercises
+
+    calls: list = []
+    triad = exercises.stream_recording(exercises.stream_recording(_triad, []), calls)
+    a, b, c = np.zeros(5), np.ones(5), np.full(5, 2.0)
+    triad(a, b, c, 3.0)
+    triad(a, b, c, 3.0, 4)
+    triad(a, b, c, scalar=3.0, threads=2)
+    assert calls == [(1, 5), (4, 5), (2, 5)]  # one recorder: the one given was unwrapped
+    assert np.array_equal(a, np.full(5, 7.0))
+    assert triad.__name__ == "_triad" and triad.__module__ == _triad.__module__
+
+
+@pytest.mark.parametrize("calls, says", [
+    ([(2, 10)] * 3 + [(2, 99)], None),
+    ([(1, 10)] + [(2, 10)] * 3, None),  # an untimed first call before the three
+    ([(2, 10), (1, 10), (2, 10)], "ran on 1 thread(s), not all 2 cores"),
+    ([(8, 10)] * 3, "ran on 8 threads, on 2 cores"),
+    ([(2, 10)] * 2 + [(2, 99)], "called 2 times on arrays of n_big = 10"),
+])
+def test_the_timed_triads_threads_are_named_when_not_the_cores(calls, says):
+    from hpclab.chapters.stream import exercises
+
+    problem = exercises.stream_threads_problem(calls, 10, 2, 3)
+    assert problem is None if says is None else says in problem, problem

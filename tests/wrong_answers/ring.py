@@ -109,6 +109,20 @@ WRONG = [
           "        MPI.Request.Waitall(sends)\n"
           "        cart.Recv(from_left, source=left, tag=1)\n"
           "        cart.Recv(from_right, source=right, tag=2)\n")),
+    case("the Isend ring changing its arrays in place before waiting for the sends",
+         "test_other_rings", "changed what it was sending before it waited",
+         ("other_rings", "        MPI.Request.Waitall(sends)\n"
+                         "        if step < size - 1:\n"
+                         "            to_right = from_left + rank\n"
+                         "            to_left = from_right - rank\n",
+          "        if step < size - 1:\n"
+          "            to_right[:] = from_left + rank\n"
+          "            to_left[:] = from_right - rank\n"
+          "        MPI.Request.Waitall(sends)\n"
+          "        if step < size - 1:\n")),
+    case("the ordered ring ordered by rank < P/2: safe, but a chain", "test_ordered_ring",
+         "by the parity of the rank",
+         ("ordered_ring", "elif rank % 2 == 0:", "elif rank < size / 2:")),
     case("the non-blocking step as two latencies", "test_prediction", "not two",
          ("prediction", "= 1 * pp_latency_us", "= 2 * pp_latency_us")),
     case("the ordered step as two latencies", "test_prediction", "two turns",

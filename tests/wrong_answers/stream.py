@@ -28,6 +28,13 @@ WRONG = [
           "    triad(a, b, c, 3.0, CORES)\n    my_times.append(time.perf_counter() - t0)",
           "t0 = time.perf_counter()\nfor _ in range(10):\n    triad(a, b, c, 3.0, CORES)\n"
           "my_times = [time.perf_counter() - t0] * 10")),
+    case("the timing on one thread: the threads argument left out", "test_bandwidth",
+         "runs on one (its default)",
+         ("bandwidth", "    triad(a, b, c, 3.0, CORES)\n    my_times.append",
+          "    triad(a, b, c, 3.0)\n    my_times.append")),
+    case("the timing on four threads per core", "test_bandwidth", "take turns",
+         ("bandwidth", "    triad(a, b, c, 3.0, CORES)\n    my_times.append",
+          "    triad(a, b, c, 3.0, 4 * CORES)\n    my_times.append")),
     case("the write-allocate read counted", "test_bandwidth", "write-allocate",
          ("bandwidth", "return 24 * n", "return 32 * n")),
     case("the bandwidth in GiB/s", "test_bandwidth", "GiB/s",

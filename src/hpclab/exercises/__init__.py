@@ -11,9 +11,11 @@ finds them by name (``exercises.pingpong_check``), so a lab imports one module.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import inspect
+import sys
 
 
 def _modules():
@@ -69,6 +71,47 @@ def pending(requests):
     return sum(1 for r in requests if r != MPI.REQUEST_NULL)
 
 
+def _bytes_of(buf):
+    """A copy of a buffer's bytes, or None for what is not a buffer."""
+    try:
+        return memoryview(buf).tobytes()
+    except TypeError:
+        return None
+
+
+@contextlib.contextmanager
+def watch_send_buffers(func, sent, found):
+    """While open, every line that runs in ``func``'s code (and in other functions of the
+    file it was defined in) is followed by a look at the non-blocking sends in ``sent``
+    (filled by :class:`CountingComm`) not yet waited for. The first time one's buffer no
+    longer holds the bytes it was sent with, ``found`` gets ``{"function": name, "line": n}``:
+    the line that ran last (1 = its function's ``def``), which changed it (or called the code
+    that did). MPI may read a send's buffer until the send is waited for: a program that
+    changes it earlier sends whatever the buffer holds when the library reads it."""
+    from mpi4py import MPI
+
+    where = getattr(getattr(func, "__code__", None), "co_filename", None)
+    last: dict[int, int] = {}  # frame -> the line it ran last
+
+    def local(frame, event, arg):
+        if not found and event in ("line", "return") and id(frame) in last and any(
+                r != MPI.REQUEST_NULL and _bytes_of(b) != copy for r, b, copy in sent):
+            found.append({"function": frame.f_code.co_name,
+                          "line": last[id(frame)] - frame.f_code.co_firstlineno + 1})
+        last[id(frame)] = frame.f_lineno
+        return local
+
+    def tracer(frame, event, arg):
+        return local if frame.f_code.co_filename == where and not found else None
+
+    old = sys.gettrace()
+    sys.settrace(tracer if where else old)
+    try:
+        yield
+    finally:
+        sys.settrace(old)
+
+
 class CountingComm:
     """A communicator that counts the calls made on it and on the communicators made from it
     (``Create_cart``, ``Dup``, ...): every attribute is the real communicator's. The calls
@@ -76,11 +119,14 @@ class CountingComm:
     under ``f"{DERIVED} {name}"`` for each call's name. With ``order`` (a list), each call is
     appended to it as ``(name, sends pending)``: the non-blocking sends started on these
     communicators (kept in ``requests``) that were not yet waited for when the call was
-    made."""
+    made. With ``sent`` (a list), each non-blocking send appends ``(request, buffer, bytes)``:
+    the buffer it was given and a copy of its bytes then, which must not change before the
+    request is waited for (see :func:`watch_send_buffers`)."""
 
-    def __init__(self, comm, calls, order=None, requests=None):
+    def __init__(self, comm, calls, order=None, requests=None, sent=None):
         self._comm, self._calls, self._order = comm, calls, order
         self._requests = [] if requests is None else requests
+        self._sent = sent
 
     def __getattr__(self, name):
         attr = getattr(self._comm, name)
@@ -100,7 +146,13 @@ class CountingComm:
             out = attr(*args, **kwargs)
             if isinstance(out, MPI.Request) and "send" in name.lower():
                 self._requests.append(out)
-            return CountingComm(out, self._calls, self._order, self._requests) \
+                if self._sent is not None:
+                    buf = args[0] if args else kwargs.get("buf")
+                    buf = buf[0] if isinstance(buf, (list, tuple)) and buf else buf
+                    copy = _bytes_of(buf)
+                    if copy is not None:
+                        self._sent.append((out, buf, copy))
+            return CountingComm(out, self._calls, self._order, self._requests, self._sent) \
                 if isinstance(out, MPI.Comm) else out
 
         return call

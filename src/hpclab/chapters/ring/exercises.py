@@ -77,16 +77,19 @@ def _ordered_on_rank(ring_func, nprocs):
     with first_ranks(MPI.COMM_WORLD, nprocs) as sub:
         if sub is None:
             return None
-        from hpclab.exercises import pending
+        from hpclab.exercises import pending, watch_send_buffers
 
         calls: dict[str, int] = {}
         order: list = []
         requests: list = []
-        got = ring_func(CountingComm(sub, calls, order, requests))
+        sent: list = []
+        changed: list = []
+        with watch_send_buffers(ring_func, sent, changed):
+            got = ring_func(CountingComm(sub, calls, order, requests, sent))
         got = tuple(int(v) for v in got) if got is not None else None
         return {"rank": sub.Get_rank(), "got": got, "calls": calls,
                 "order": [(n, k) for n, k in order if n in MESSAGES],
-                "unwaited": pending(requests)}
+                "unwaited": pending(requests), "changed": changed[0] if changed else None}
 
 
 def ring_calls_check(engines, ring_func, nprocs, timeout=10, what="your ring"):
@@ -104,14 +107,16 @@ def ring_calls_check(engines, ring_func, nprocs, timeout=10, what="your ring"):
     blocking calls, which the non-blocking ring must not make) and ``messages`` (every call
     that sends or receives, by name: the largest count over the ranks), ``orders`` (rank ->
     its message calls in order, each as ``(name, sends started and not yet waited for)``)
-    and ``unwaited`` (the most sends a rank had not waited for when it returned).
+    ``unwaited`` (the most sends a rank had not waited for when it returned) and ``changed``
+    (the first rank that changed the buffer of a send it had not yet waited for, as
+    ``{"rank", "function", "line", "code"}``: the line of its code that ran last, or None).
     """
     if not 1 <= nprocs <= engines.n:
         raise ValueError(f"nprocs must be between 1 and the {engines.n} engines, got {nprocs}")
     from hpclab.chapters.ring import kernels as ring
 
     out = {"nprocs": nprocs, "deadlocked": False, "ok": False, "ranks": [], "calls": {},
-           "messages": {}, "orders": {}, "unwaited": 0,
+           "messages": {}, "orders": {}, "unwaited": 0, "changed": None,
            "expected": {"Ssend": 2 * nprocs, "Recv": 2 * nprocs}, "other": [], "sends": 0,
            "receives": 0, "posted": 0, "blocking": []}
     try:
@@ -138,7 +143,92 @@ def ring_calls_check(engines, ring_func, nprocs, timeout=10, what="your ring"):
     out["messages"] = {n: c for n, c in sorted(calls.items()) if n in MESSAGES}
     out["orders"] = {r["rank"]: r["order"] for r in per_rank}
     out["unwaited"] = max((r["unwaited"] for r in per_rank), default=0)
+    changed = [dict(r["changed"], rank=r["rank"]) for r in per_rank if r.get("changed")]
+    if changed:
+        out["changed"] = changed[0]
+        out["changed"]["code"] = _line_of(ring_func, changed[0])
     return out
+
+
+def _line_of(func, where):
+    """The text of line ``where["line"]`` of ``func`` (1 = its ``def``) when that is where
+    the line ran, else ''."""
+    from hpclab.mpicython import source_of
+
+    name = getattr(func, "__name__", getattr(func, "name", None))
+    source = source_of(func) if where.get("function") == name else None
+    lines = source.splitlines() if source else []
+    return lines[where["line"] - 1].strip() if 0 < where["line"] <= len(lines) else ""
+
+
+def ordered_problem(calls):
+    """What is wrong with the order of the ordered ring's calls (a :func:`ring_calls_check`
+    result on two or more ranks), in the student's terms; None when every even rank makes
+    its calls in one order and every odd rank in the other."""
+    names = {rank: [n for n, _ in order] for rank, order in calls["orders"].items()}
+    if 0 not in names or 1 not in names:
+        return None
+    p = calls["nprocs"]
+
+    def shown(seq):
+        return ", ".join(seq[:4]) + (", ..." if len(seq) > 4 else "")
+
+    for rank, seq in sorted(names.items()):
+        like = rank % 2
+        if seq != names[like]:
+            return (f"on {p} ranks, rank {rank} calls {shown(seq)} but rank {like}, also "
+                    f"{'odd' if like else 'even'}, calls {shown(names[like])}: order the calls "
+                    "by the parity of the rank, every even rank sending first and every odd "
+                    "rank receiving first. Ordering by rank < P/2, or letting one rank "
+                    "receive first, also avoids the deadlock, but then a send completes only "
+                    "after its neighbour's has, and a step's messages travel one after another "
+                    "down a chain instead of all at once")
+    if names[0] == names[1]:
+        return (f"on {p} ranks, even and odd ranks make their calls in the same order "
+                f"({shown(names[0])}): let the even ranks send first and the odd ranks "
+                "receive first")
+    return None
+
+
+def other_ring_problem(calls, name):
+    """What is wrong with the calls of ``send_ring`` or ``isend_ring`` (``name``; a
+    :func:`ring_calls_check` result), in the student's terms; None when every rank calls
+    Send (Isend) twice, then Recv twice, in every step, and ``isend_ring`` waits for its
+    two sends after both receives and before it changes what they send."""
+    send = "Isend" if name == "isend_ring" else "Send"
+    p = calls["nprocs"]
+    for rank, order in sorted(calls["orders"].items()):
+        names = [n for n, _ in order]
+        if names != [send, send, "Recv", "Recv"] * p:
+            return (f"on {p} ranks, rank {rank} called {', '.join(names[:8])}"
+                    + (", ..." if len(names) > 8 else "")
+                    + f": in every step every rank calls {send} twice, then Recv twice, with "
+                    "no ordering by rank (that ordering is (b)'s ring)")
+        if send == "Isend" and any(k < 2 for _, k in order[2::4]):  # at each first Recv
+            return (f"on {p} ranks, rank {rank} waited for a send before its receives: then "
+                    "each send completes before the receive is posted, as in send_ring. Wait "
+                    "for the two sends after both receives")
+    if send == "Isend" and calls["unwaited"]:
+        return (f"on {p} ranks your isend_ring returns with {calls['unwaited']} send(s) never "
+                "waited for: wait for the two requests of each step (MPI.Request.Waitall) "
+                "before you change what you send")
+    return send_buffer_problem(calls)
+
+
+def send_buffer_problem(calls):
+    """What is wrong when a rank changed a send's buffer before waiting for the send (a
+    :func:`ring_calls_check` result), in the student's terms; None when none did."""
+    where = calls.get("changed")
+    if not where:
+        return None
+    line = f"line {where['line']} of {where['function']}" + (
+        f" (`{where['code']}`)" if where.get("code") else "")
+    return (f"rank {where['rank']} changed what it was sending before it waited for the send: "
+            f"after {line} a send's buffer no longer held what it held when the send started. "
+            "MPI may read that buffer until the send is waited for, so the message can carry "
+            "the new value (a message of 4 bytes is usually copied at once, so the sums may "
+            "still come home right, by luck). Wait for the sends (MPI.Request.Waitall) before "
+            "you change the arrays they send")
 
 
 def nonblocking_problem(calls):
@@ -179,4 +269,4 @@ def nonblocking_problem(calls):
     if calls["unwaited"]:
         return (f"a rank returned with {calls['unwaited']} send(s) never waited for: wait for "
                 "all four requests of the last step too")
-    return None
+    return send_buffer_problem(calls)

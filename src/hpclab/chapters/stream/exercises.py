@@ -67,6 +67,50 @@ def stream_triad_source(triad):
     return out
 
 
+def stream_recording(triad, calls):
+    """``triad`` that also appends ``(threads, n)`` to ``calls`` at every call: the threads
+    it was given (its default, 1, when none) and the elements of ``a``. Its name, module and
+    code are the triad's, so the checks that read its source read the same. Given a triad
+    that records already, it records the one inside."""
+    import functools
+
+    triad = getattr(triad, "__wrapped__", triad)
+
+    @functools.wraps(triad)
+    def recording(*args, **kwargs):
+        threads = args[4] if len(args) > 4 else kwargs.get("threads", 1)
+        a = args[0] if args else kwargs.get("a")
+        try:
+            calls.append((int(threads), len(a)))
+        except (TypeError, ValueError):  # not a count or not an array: the triad says so
+            pass
+        return triad(*args, **kwargs)
+
+    return recording
+
+
+def stream_threads_problem(calls, n, cores, runs):
+    """What is wrong with the threads of the last ``runs`` calls of the triad on ``n``
+    elements (``calls`` as :func:`stream_recording` keeps them), in the student's terms;
+    None when each ran on all ``cores``."""
+    timed = [threads for threads, size in calls if size == n][-runs:] if runs else []
+    if len(timed) < runs:
+        return (f"your triad was called {len(timed)} times on arrays of n_big = {n:,} "
+                f"elements in this cell, not the {runs} of my_times: time each call of "
+                "triad(a, b, c, 3.0, CORES) on the arrays a, b, c the cell makes")
+    wrong = sorted({t for t in timed if t != cores})
+    if not wrong:
+        return None
+    if max(wrong) > cores:
+        return (f"your timed calls ran on {', '.join(map(str, wrong))} threads, on {cores} "
+                "cores: threads beyond the cores take turns on them, and the time is of their "
+                "sharing. Time with all cores, one thread each: "
+                "triad(a, b, c, 3.0, CORES)")
+    return (f"your timed calls ran on {', '.join(map(str, wrong))} thread(s), not all {cores} "
+            "cores: without its last argument the triad runs on one (its default). Time "
+            "triad(a, b, c, 3.0, CORES)")
+
+
 def stream_cache_elements(at_most=None):
     """Doubles per array for a triad whose three arrays fill half of this machine's
     last-level cache (1 MiB assumed when the machine does not say), at most ``at_most``,
