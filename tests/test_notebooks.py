@@ -263,10 +263,17 @@ def test_a_lab_says_how_to_work_through_it(lab):
         assert words in text, f"labs/{lab}: the introduction does not say {words!r}"
 
 
+# calls that measure: a chapter's sweep or simulation, a timing of the student's kernel, or an
+# earlier lab's input measured when none is saved
+MEASURING_CALLS = ("run(profile=", "timing(", "time_batches(", "time_triad(", ".simulated(",
+                   "on_platform(", "stream_add(", "stream_bandwidth(", "pingpong_model(",
+                   "pingpong_reference(")
+
+
 def test_lab_times_knows_which_cells_measure_and_refuses_an_unknown_lab():
-    """autograder/labtimes.py (make labtimes) weighs each lab's measuring cells against the
-    budget of a timed section: every lab has some, no check is one, and the library's
-    helpers of other cells (the engines' hello) are not."""
+    """autograder/labtimes.py (make labtimes) weighs the cells a lab tags ``measures``
+    against the budget of a timed section: every lab has some, its sweep among them, every
+    cell that makes a measuring call is tagged, and no check or engine cell is."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("labtimes", ROOT / "autograder" / "labtimes.py")
@@ -276,9 +283,15 @@ def test_lab_times_knows_which_cells_measure_and_refuses_an_unknown_lab():
         nb = nbformat.read(ROOT / "solutions" / lab / f"{lab}.ipynb", as_version=4)
         ids = {c.metadata.get("nbgrader", {}).get("grade_id"): labtimes._measures(c)
                for c in nb.cells if c.cell_type == "code"}
-        assert ids.get("measure"), f"{lab}: its sweep cell is not counted as measuring"
-        assert not ids.get("start_engines"), f"{lab}: the engine cell counted as measuring"
+        assert ids.get("measure"), f"{lab}: its sweep cell is not tagged as measuring"
+        assert not ids.get("start_engines"), f"{lab}: the engine cell tagged as measuring"
         assert not any(v for k, v in ids.items() if k and k.startswith("test_")), lab
+        for c in nb.cells:
+            code = "\n".join(line.split("#", 1)[0] for line in c.source.splitlines())
+            if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get("grade") \
+                    and any(w in code for w in MEASURING_CALLS):
+                assert labtimes._measures(c), \
+                    f"{lab}: {c.metadata.get('nbgrader', {}).get('grade_id')} measures, untagged"
     r = subprocess.run([sys.executable, str(ROOT / "autograder" / "labtimes.py"), "nosuch"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "no lab nosuch: choose from" in r.stderr, r.stderr
