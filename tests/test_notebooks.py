@@ -295,3 +295,21 @@ def test_lab_times_knows_which_cells_measure_and_refuses_an_unknown_lab():
     r = subprocess.run([sys.executable, str(ROOT / "autograder" / "labtimes.py"), "nosuch"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "no lab nosuch: choose from" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_what_a_lab_needs_names_the_engines_it_starts(lab):
+    """The book's table of labs (each chapter's ``lab_needs``) names as many engines as the
+    lab's engine cell starts, and a lab that starts none names none."""
+    import re
+
+    from hpclab.kernels import registry
+
+    needs = registry.get(lab).lab_needs
+    text = (ROOT / "labs" / lab / f"{lab}.ipynb").read_text()
+    started = sorted({int(n) for n in re.findall(r"launch\.cluster\(n=(\d+)", text)})
+    assert len(started) <= 1, f"{lab} starts engines of {started}"
+    if started:
+        assert re.search(rf"\b{started[0]} (?:MPI ranks|engines)\b", needs), (lab, needs)
+    else:
+        assert "engines" not in needs and "ranks" not in needs, (lab, needs)

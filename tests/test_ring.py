@@ -313,3 +313,13 @@ def test_a_send_buffer_changed_before_its_wait_is_found_with_its_line(engines):
     assert bad["changed"]["line"] == 17 and bad["changed"]["code"] == "", bad["changed"]
     problem = exercises.other_ring_problem(bad, "isend_ring")
     assert "after line 17 of _isend_ring" in problem, problem
+
+
+def test_the_nonblocking_rings_two_directions_need_two_tags():
+    from hpclab.chapters.ring import exercises
+
+    calls = _nonblocking(GOOD, GOOD)
+    calls["tags"] = {r: [1, 2, 1, 2] * 2 for r in (0, 1)}
+    assert exercises.nonblocking_problem(calls) is None
+    calls["tags"] = {0: [1, 2, 1, 2] * 2, 1: [1, 2, 1, 1] + [1, 2, 1, 2]}
+    assert "rank 1 sent both directions with tag 1" in exercises.nonblocking_problem(calls)

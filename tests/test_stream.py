@@ -184,7 +184,9 @@ def test_a_recording_triad_notes_the_threads_of_each_call_and_stays_the_triad():
     triad(a, b, c, 3.0)
     triad(a, b, c, 3.0, 4)
     triad(a, b, c, scalar=3.0, threads=2)
-    assert calls == [(1, 5), (4, 5), (2, 5)]  # one recorder: the one given was unwrapped
+    # one recorder (the one given was unwrapped), and each call's clock just around it
+    assert [c[:2] for c in calls] == [(1, 5), (4, 5), (2, 5)]
+    assert all(c[2] <= c[3] for c in calls) and calls[0][3] <= calls[1][2] <= calls[2][2]
     assert np.array_equal(a, np.full(5, 7.0))
     assert triad.__name__ == "_triad" and triad.__module__ == _triad.__module__
 
@@ -200,4 +202,35 @@ def test_the_timed_triads_threads_are_named_when_not_the_cores(calls, says):
     from hpclab.chapters.stream import exercises
 
     problem = exercises.stream_threads_problem(calls, 10, 2, 3)
+    assert problem is None if says is None else says in problem, problem
+
+
+def _clocked(durations, gap=1e-6, threads=2, n=10):
+    """calls as stream_recording keeps them, of the given durations, ``gap`` apart; and the
+    times a student's loop reads around each (t0 just before, t1 just after)."""
+    calls, times, now = [], [], 0.0
+    for d in durations:
+        t0 = now
+        start = now + gap / 4
+        end = start + d
+        calls.append((threads, n, start, end))
+        now = end + gap / 4
+        times.append(now - t0)
+        now += gap / 2
+    return calls, times
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda t: t, None),
+    (lambda t: [x * 1e3 for x in t], "looks like milliseconds"),
+    (lambda t: [x * 1e6 for x in t], "looks like microseconds"),
+    (lambda t: list(np.cumsum(t)), "grow from run to run"),
+    (lambda t: [x / 10 for x in t], "is less than that call of triad took"),
+    (lambda t: [2.5 * x for x in t], "time each call on its own"),  # CPU time of two threads
+])
+def test_the_timed_triads_times_are_held_against_the_calls_clock(change, says):
+    from hpclab.chapters.stream import exercises
+
+    calls, times = _clocked([2e-3, 3e-3, 2.5e-3, 2e-3, 2.2e-3])
+    problem = exercises.stream_times_problem(calls, 10, change(times))
     assert problem is None if says is None else says in problem, problem

@@ -8,9 +8,11 @@ import importlib
 from pathlib import Path
 
 
-def case(why, loses, says, *edits):
+def case(why, loses, says, *edits, unless=None):
+    """``unless``: an expression, true in the kernel when this run's data make the wrong
+    answer the right one (two measured numbers that coincide): then it may lose nothing."""
     return {"why": why, "loses": [loses], "says": says, "says_each": [says],
-            "edits": list(edits)}
+            "edits": list(edits), "unless": unless}
 
 
 def case_losing(why, says_by_check, *edits):

@@ -162,8 +162,9 @@ WRONG = [
     case("the simulated speed-up upside down", "test_simulated", "upside down",
          ("simulated", 'float(sim_phases.loc[1, "total [ms]"] / t)',
           'float(t / sim_phases.loc[1, "total [ms]"])')),
-    case("Amdahl on 12 ranks from ORFEO's s", "test_simulated", "not from ORFEO's 0.78",
-         ("simulated", "float(predict_speedup(sim_s1, 12))", "float(predict_speedup(0.78, 12))")),
+    case("Amdahl on 12 ranks from ORFEO's s", "test_simulated", "not from ORFEO's s",
+         ("simulated", "float(predict_speedup(sim_s1, 12))",
+          "float(predict_speedup(s_orfeo, 12))")),
     case("the missing time with its sign reversed", "test_simulated", "above 0",
          ("simulated",
           'float(sim_phases.loc[12, "total [ms]"] - _t1 * (sim_s1 + (1 - sim_s1) / 12))',
@@ -197,8 +198,12 @@ WRONG = [
          ("predict_python", PREDICT,
           'float(np.median(am.work_seconds(df, "c", P_top, SHAPE))\n'
           '                           + interp_s * np.prod(SHAPE) / np.prod(TINY))')),
+    # with few repetitions the median run can be the median of every phase: then the sum of
+    # the phase medians is the median of the sums, and this answer is right
     case("the prediction from (b)'s sum of phase medians", "test_interp", "c_3d_s of (b)",
-         ("predict_python", PREDICT, "float(c_3d_s + interp_s)")),
+         ("predict_python", PREDICT, "float(c_3d_s + interp_s)"),
+         unless='np.isclose(c_3d_s, float(np.median(am.work_seconds(df, "c", P_top, SHAPE))), '
+                'rtol=1e-6, atol=0)'),
     case("the Python program predicted from the student's own addition", "test_interp",
          "your cartesian_add's time",
          ("predict_python", PREDICT, "float(mine_s + interp_s)")),

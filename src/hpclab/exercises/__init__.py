@@ -117,11 +117,12 @@ class CountingComm:
     (``Create_cart``, ``Dup``, ...): every attribute is the real communicator's. The calls
     given a buffer described by a derived datatype are counted under :data:`DERIVED` too, and
     under ``f"{DERIVED} {name}"`` for each call's name. With ``order`` (a list), each call is
-    appended to it as ``(name, sends pending)``: the non-blocking sends started on these
+    appended to it as ``(name, sends pending, tag)``: the non-blocking sends started on these
     communicators (kept in ``requests``) that were not yet waited for when the call was
-    made. With ``sent`` (a list), each non-blocking send appends ``(request, buffer, bytes)``:
-    the buffer it was given and a copy of its bytes then, which must not change before the
-    request is waited for (see :func:`watch_send_buffers`)."""
+    made, and the tag it was given (None when it takes none). With ``sent`` (a list), each
+    non-blocking send appends ``(request, buffer, bytes)``: the buffer it was given and a copy
+    of its bytes then, which must not change before the request is waited for (see
+    :func:`watch_send_buffers`)."""
 
     def __init__(self, comm, calls, order=None, requests=None, sent=None):
         self._comm, self._calls, self._order = comm, calls, order
@@ -141,8 +142,10 @@ class CountingComm:
                 self._calls[DERIVED] = self._calls.get(DERIVED, 0) + 1
                 key = f"{DERIVED} {name}"  # which call was given one
                 self._calls[key] = self._calls.get(key, 0) + 1
-            if self._order is not None:  # (call, sends started and not yet waited for)
-                self._order.append((name, pending(self._requests)))
+            if self._order is not None:  # (call, sends started and not yet waited for, tag)
+                tag = kwargs.get("tag", args[2] if len(args) > 2 else None)
+                self._order.append((name, pending(self._requests),
+                                    tag if isinstance(tag, int) else None))
             out = attr(*args, **kwargs)
             if isinstance(out, MPI.Request) and "send" in name.lower():
                 self._requests.append(out)

@@ -67,5 +67,5 @@ KERNEL = Kernel(
                  "simulated": {"shape": [2400, 100, 100], "ranks": [1, 2, 4, 8, 12, 24, 48]}},
     },
     inputs={"stream": "add bandwidth per thread count, best trial, close binding"},
-    lab_needs="1 .. cores for timings, 3 engines for its checks",
+    lab_needs="1 .. cores for timings, 4 engines for its checks",
 )

@@ -88,7 +88,8 @@ def _ordered_on_rank(ring_func, nprocs):
             got = ring_func(CountingComm(sub, calls, order, requests, sent))
         got = tuple(int(v) for v in got) if got is not None else None
         return {"rank": sub.Get_rank(), "got": got, "calls": calls,
-                "order": [(n, k) for n, k in order if n in MESSAGES],
+                "order": [(n, k) for n, k, _ in order if n in MESSAGES],
+                "tags": [t for n, _, t in order if n in MESSAGES],
                 "unwaited": pending(requests), "changed": changed[0] if changed else None}
 
 
@@ -106,7 +107,8 @@ def ring_calls_check(engines, ring_func, nprocs, timeout=10, what="your ring"):
     more ranks), ``posted`` (its non-blocking sends and receives), ``blocking`` (its
     blocking calls, which the non-blocking ring must not make) and ``messages`` (every call
     that sends or receives, by name: the largest count over the ranks), ``orders`` (rank ->
-    its message calls in order, each as ``(name, sends started and not yet waited for)``)
+    its message calls in order, each as ``(name, sends started and not yet waited for)``),
+    ``tags`` (rank -> the tag of each of those calls, None where none was given)
     ``unwaited`` (the most sends a rank had not waited for when it returned) and ``changed``
     (the first rank that changed the buffer of a send it had not yet waited for, as
     ``{"rank", "function", "line", "code"}``: the line of its code that ran last, or None).
@@ -116,7 +118,7 @@ def ring_calls_check(engines, ring_func, nprocs, timeout=10, what="your ring"):
     from hpclab.chapters.ring import kernels as ring
 
     out = {"nprocs": nprocs, "deadlocked": False, "ok": False, "ranks": [], "calls": {},
-           "messages": {}, "orders": {}, "unwaited": 0, "changed": None,
+           "messages": {}, "orders": {}, "tags": {}, "unwaited": 0, "changed": None,
            "expected": {"Ssend": 2 * nprocs, "Recv": 2 * nprocs}, "other": [], "sends": 0,
            "receives": 0, "posted": 0, "blocking": []}
     try:
@@ -142,6 +144,7 @@ def ring_calls_check(engines, ring_func, nprocs, timeout=10, what="your ring"):
     out["blocking"] = sorted(n for n in calls if n in BLOCKING)
     out["messages"] = {n: c for n, c in sorted(calls.items()) if n in MESSAGES}
     out["orders"] = {r["rank"]: r["order"] for r in per_rank}
+    out["tags"] = {r["rank"]: r["tags"] for r in per_rank}
     out["unwaited"] = max((r["unwaited"] for r in per_rank), default=0)
     changed = [dict(r["changed"], rank=r["rank"]) for r in per_rank if r.get("changed")]
     if changed:
@@ -269,4 +272,14 @@ def nonblocking_problem(calls):
     if calls["unwaited"]:
         return (f"a rank returned with {calls['unwaited']} send(s) never waited for: wait for "
                 "all four requests of the last step too")
+    for rank, tags in sorted(calls.get("tags", {}).items()):
+        names = [n for n, _ in calls["orders"][rank]]
+        for step in range(calls["nprocs"]):
+            sent = [t for n, t in zip(names[4 * step:4 * step + 4], tags[4 * step:4 * step + 4])
+                    if n == "Isend"]
+            if len(sent) == 2 and sent[0] == sent[1]:
+                return (f"rank {rank} sent both directions with tag {sent[0]}: with P = 2 both "
+                        "neighbours are the same rank, and then only the order of the two "
+                        "messages tells them apart. Give each direction its own tag (the "
+                        "receive from the left matches the send to the right)")
     return send_buffer_problem(calls)

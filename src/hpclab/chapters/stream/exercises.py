@@ -68,11 +68,13 @@ def stream_triad_source(triad):
 
 
 def stream_recording(triad, calls):
-    """``triad`` that also appends ``(threads, n)`` to ``calls`` at every call: the threads
-    it was given (its default, 1, when none) and the elements of ``a``. Its name, module and
-    code are the triad's, so the checks that read its source read the same. Given a triad
-    that records already, it records the one inside."""
+    """``triad`` that also appends ``(threads, n, start, end)`` to ``calls`` at every call:
+    the threads it was given (its default, 1, when none), the elements of ``a``, and
+    ``time.perf_counter()`` just before and just after the call. Its name, module and code
+    are the triad's, so the checks that read its source read the same. Given a triad that
+    records already, it records the one inside."""
     import functools
+    import time
 
     triad = getattr(triad, "__wrapped__", triad)
 
@@ -80,11 +82,15 @@ def stream_recording(triad, calls):
     def recording(*args, **kwargs):
         threads = args[4] if len(args) > 4 else kwargs.get("threads", 1)
         a = args[0] if args else kwargs.get("a")
+        start = time.perf_counter()
         try:
-            calls.append((int(threads), len(a)))
-        except (TypeError, ValueError):  # not a count or not an array: the triad says so
-            pass
-        return triad(*args, **kwargs)
+            return triad(*args, **kwargs)
+        finally:
+            end = time.perf_counter()
+            try:
+                calls.append((int(threads), len(a), start, end))
+            except (TypeError, ValueError):  # not a count or not an array: the triad says so
+                pass
 
     return recording
 
@@ -93,7 +99,7 @@ def stream_threads_problem(calls, n, cores, runs):
     """What is wrong with the threads of the last ``runs`` calls of the triad on ``n``
     elements (``calls`` as :func:`stream_recording` keeps them), in the student's terms;
     None when each ran on all ``cores``."""
-    timed = [threads for threads, size in calls if size == n][-runs:] if runs else []
+    timed = [call[0] for call in calls if call[1] == n][-runs:] if runs else []
     if len(timed) < runs:
         return (f"your triad was called {len(timed)} times on arrays of n_big = {n:,} "
                 f"elements in this cell, not the {runs} of my_times: time each call of "
@@ -109,6 +115,47 @@ def stream_threads_problem(calls, n, cores, runs):
     return (f"your timed calls ran on {', '.join(map(str, wrong))} thread(s), not all {cores} "
             "cores: without its last argument the triad runs on one (its default). Time "
             "triad(a, b, c, 3.0, CORES)")
+
+
+def stream_times_problem(calls, n, times, slack=5e-6):
+    """What is wrong with ``times``, the student's times of the last ``len(times)`` calls of
+    the triad on ``n`` elements (``calls`` as :func:`stream_recording` keeps them, with the
+    clock read just inside each call), in the student's terms; None when each time holds
+    its call and nothing of the calls before or after it. Clock against clock, not a time
+    against a bound: a time read just outside a call is at least the call's own, and less
+    than from the end of the call before it to the start of the call after it."""
+    timed = [call for call in calls if call[1] == n][-len(times):] if len(times) else []
+    if len(timed) < len(times) or any(len(call) < 4 for call in timed):
+        return None  # no such calls: stream_threads_problem names that
+    t = np.asarray(times, dtype=float)
+    start = np.array([call[2] for call in timed])
+    end = np.array([call[3] for call in timed])
+    inner = end - start
+    shorter = np.flatnonzero(t < inner - slack)
+    if shorter.size:
+        k = int(shorter[0])
+        return (f"my_times[{k}] = {t[k]:.3g} is less than that call of triad took "
+                f"({inner[k]:.3g} s): give each time in seconds, time.perf_counter() read just "
+                "before the call and just after it")
+    k_inside = np.arange(1, t.size - 1)
+    window = start[k_inside + 1] - end[k_inside - 1]
+    longer = k_inside[t[k_inside] > window + slack]
+    if not longer.size:
+        return None
+    k = int(longer[0])
+    ratio = float(np.median(t[longer] / inner[longer]))
+    if np.all(np.diff(t) > 0) and t[-1] >= end[-1] - start[0] - slack:
+        why = ("your times grow from run to run, each from one start before the first call: "
+               "read t0 inside the loop, just before each call")
+    elif 300 < ratio < 3000:
+        why = "that looks like milliseconds: give the times in seconds"
+    elif 3e5 < ratio < 3e6:
+        why = "that looks like microseconds: give the times in seconds"
+    else:
+        why = ("time each call on its own, in seconds, with time.perf_counter() (wall-clock "
+               "time, not the CPU time of all threads)")
+    return (f"my_times[{k}] = {t[k]:.3g} is longer than the time from the end of the call "
+            f"before it to the start of the call after it ({window[k - 1]:.3g} s): {why}")
 
 
 def stream_cache_elements(at_most=None):
