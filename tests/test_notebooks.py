@@ -146,7 +146,8 @@ def test_an_assignment_is_worth_20_points_40_percent_on_modelling_and_says_so(la
     for cell in cells(ROOT / "solutions" / lab / f"{lab}.ipynb"):
         meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type == "markdown" and meta.get("solution"):
-            assert cell.source.startswith(f"**Rubric ({meta['points']:g} points).**"), \
+            points = f"{meta['points']:g} point" + ("" if meta["points"] == 1 else "s")
+            assert cell.source.startswith(f"**Rubric ({points}).**"), \
                 f"{meta['grade_id']}: a written answer needs a rubric for the grader"
 
 
