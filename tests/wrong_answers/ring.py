@@ -38,7 +38,7 @@ WRONG = [
         cart.Sendrecv(to_left, dest=left, sendtag=2, recvbuf=from_right, source=right,
                       recvtag=2)""")),
     case("even ranks send both directions before receiving: deadlocks with an odd P",
-         "test_ordered_ring", "did not finish within 15 s on 3 ranks",
+         "test_ordered_ring", "did not finish within 8 s on 3 ranks",
          ("ordered_ring", "        for out, dest, into, source, tag in",
           """        if size > 1 and rank % 2 == 0:
             cart.Ssend(to_right, dest=right, tag=1)
