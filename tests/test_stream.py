@@ -234,3 +234,17 @@ def test_the_timed_triads_times_are_held_against_the_calls_clock(change, says):
     calls, times = _clocked([2e-3, 3e-3, 2.5e-3, 2e-3, 2.2e-3])
     problem = exercises.stream_times_problem(calls, 10, change(times))
     assert problem is None if says is None else says in problem, problem
+
+
+def test_a_call_after_the_timing_is_not_taken_for_a_timed_one():
+    """A student who times ten calls and then calls the triad once more, on one thread, to
+    look at the result: the timed calls are the ones whose clocks hold the times."""
+    from hpclab.chapters.stream import exercises
+
+    calls, times = _clocked([2e-3, 6e-3, 1e-3, 2e-3, 2.2e-3])  # one slow call among them
+    after = calls[-1][3] + 1e-3
+    calls = calls + [(1, 10, after, after + 5e-3)]
+    assert exercises.stream_times_problem(calls, 10, times) is None
+    assert exercises.stream_threads_problem(calls, 10, 2, len(times), times) is None
+    # without the times, the last five calls are taken, one of them on one thread
+    assert "ran on 1 thread(s)" in exercises.stream_threads_problem(calls, 10, 2, len(times))

@@ -95,18 +95,31 @@ def stream_recording(triad, calls):
     return recording
 
 
-def stream_threads_problem(calls, n, cores, runs):
-    """What is wrong with the threads of the last ``runs`` calls of the triad on ``n``
-    elements (``calls`` as :func:`stream_recording` keeps them), in the student's terms;
-    None when each ran on all ``cores``."""
-    timed = [call[0] for call in calls if call[1] == n][-runs:] if runs else []
-    if len(timed) < runs:
-        return (f"your triad was called {len(timed)} times on arrays of n_big = {n:,} "
-                f"elements in this cell, not the {runs} of my_times: time each call of "
+def _windows(calls, n, count):
+    """Every run of ``count`` consecutive calls of the triad on ``n`` elements (``calls`` as
+    :func:`stream_recording` keeps them), the latest first."""
+    on_n = [call for call in calls if call[1] == n]
+    return [on_n[k:k + count] for k in range(len(on_n) - count, -1, -1)] if count else []
+
+
+def stream_threads_problem(calls, n, cores, runs, times=None):
+    """What is wrong with the threads of the ``runs`` calls of the triad on ``n`` elements
+    that were timed (``calls`` as :func:`stream_recording` keeps them), in the student's
+    terms; None when each ran on all ``cores``. The timed calls are the last ``runs`` of
+    them, or, given the student's ``times``, the runs of calls whose clocks hold those times
+    (:func:`stream_times_problem`): a call made after the timing, to look at the result,
+    is not one of them."""
+    windows = _windows(calls, n, runs)
+    if not windows:
+        made = sum(1 for call in calls if call[1] == n)
+        return (f"your triad was called {made} times on arrays of n_big = {n:,} elements in "
+                f"this cell, not the {runs} of my_times: time each call of "
                 "triad(a, b, c, 3.0, CORES) on the arrays a, b, c the cell makes")
-    wrong = sorted({t for t in timed if t != cores})
-    if not wrong:
+    windows = windows[:1] if times is None else (
+        [w for w in windows if _clock_problem(w, times) is None] or windows[:1])
+    if any(all(call[0] == cores for call in w) for w in windows):
         return None
+    wrong = sorted({call[0] for call in windows[0] if call[0] != cores})
     if max(wrong) > cores:
         return (f"your timed calls ran on {', '.join(map(str, wrong))} threads, on {cores} "
                 "cores: threads beyond the cores take turns on them, and the time is of their "
@@ -117,16 +130,24 @@ def stream_threads_problem(calls, n, cores, runs):
             "triad(a, b, c, 3.0, CORES)")
 
 
-def stream_times_problem(calls, n, times, slack=5e-6):
-    """What is wrong with ``times``, the student's times of the last ``len(times)`` calls of
-    the triad on ``n`` elements (``calls`` as :func:`stream_recording` keeps them, with the
-    clock read just inside each call), in the student's terms; None when each time holds
-    its call and nothing of the calls before or after it. Clock against clock, not a time
-    against a bound: a time read just outside a call is at least the call's own, and less
-    than from the end of the call before it to the start of the call after it."""
-    timed = [call for call in calls if call[1] == n][-len(times):] if len(times) else []
-    if len(timed) < len(times) or any(len(call) < 4 for call in timed):
+def stream_times_problem(calls, n, times):
+    """What is wrong with ``times``, the student's times of ``len(times)`` consecutive calls
+    of the triad on ``n`` elements (``calls`` as :func:`stream_recording` keeps them, with
+    the clock read just inside each call), in the student's terms; None when some run of
+    such calls holds them: each time holds its call and nothing of the calls before or after
+    it. Clock against clock, not a time against a bound: a time read just outside a call is
+    at least the call's own, and less than from the end of the call before it to the start
+    of the call after it."""
+    windows = _windows(calls, n, len(times))
+    if not windows or any(len(call) < 4 for w in windows for call in w):
         return None  # no such calls: stream_threads_problem names that
+    said = [_clock_problem(w, times) for w in windows]
+    return None if None in said else said[0]
+
+
+def _clock_problem(timed, times, slack=5e-6):
+    """What is wrong with ``times`` as the times of the calls ``timed``; None when each
+    holds its call and lies within the calls around it."""
     t = np.asarray(times, dtype=float)
     start = np.array([call[2] for call in timed])
     end = np.array([call[3] for call in timed])
