@@ -224,3 +224,28 @@ def test_the_links_a_placement_crosses_follow_the_platform(ranks, links):
     assert simulate.links_crossed(simulate.platform("orfeo"), ranks) == links
     words = simulate.placement_words(simulate.platform("orfeo"), ranks)
     assert ("the internode link" in words) == ("internode" in links)
+
+
+@needs_smpi
+def test_the_pingpong_rubric_quotes_what_the_simulation_gives():
+    """The rubric of PingPong's simulation_explained names sizes and ratios of simulated
+    Ulysses over report 004's table; the simulation is deterministic, so they are held here
+    (a new SimGrid or platform that changes them fails this test, not a student's grade)."""
+    from hpclab import reference
+
+    ulysses = reference.load("ulysses_imb_pingpong")
+    sim = pingpong_sim.on_platform("ulysses", sizes=list(ulysses["nbytes"]), timeout=300)
+    simulated = sim.records.groupby("nbytes")["value"].median() * 1e6
+    ratio = dict(zip(ulysses["nbytes"], simulated.reindex(ulysses["nbytes"]).to_numpy()
+                     / ulysses["time_us"].to_numpy()))
+    KiB, MiB = 1 << 10, 1 << 20
+    # "matches (within about 10%) for the smallest messages (0-32 B) and the largest (1-4 MiB)"
+    ends = {n: r for n, r in ratio.items() if n <= 32 or MiB <= n <= 4 * MiB}
+    assert ends and all(abs(r - 1) <= 0.1 for r in ends.values()), ends
+    # "too fast from 512 B to 32 KiB (by up to about two fifths: ... about 0.6 at 32 KiB)"
+    fast = {n: r for n, r in ratio.items() if 512 <= n <= 32 * KiB}
+    assert fast and all(r < 1 for r in fast.values()), fast
+    assert min(fast, key=fast.get) == 32 * KiB and 0.55 <= fast[32 * KiB] <= 0.65, fast
+    # "and too slow from 128 to 512 KiB"
+    slow = {n: r for n, r in ratio.items() if 128 * KiB <= n <= 512 * KiB}
+    assert slow and all(r > 1 for r in slow.values()), slow
