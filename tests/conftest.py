@@ -2,7 +2,7 @@
 
 * ``HPCLAB_RUN_TAG`` marks every process the suite starts, so that the end of
   the session can prove none is left running (see leftovers.py). Under
-  pytest-xdist (``make test`` runs four workers) each worker tags its own
+  pytest-xdist (``make test`` runs three workers) each worker tags its own
   processes ``<run tag>-<worker>``.
 * ``HPCLAB_IPP_DIR`` keeps the ipyparallel profile folders of this process in
   one temporary folder; anything left there is stopped at the end.

@@ -203,8 +203,8 @@ def test_a_feedback_failure_is_reported_not_ignored(tmp_path, capsys, monkeypatc
     import machine_inputs
 
     monkeypatch.delenv("HPCLAB_GRADE_WALL", raising=False)
-    # the labs' inputs (PingPong and STREAM runs, a minute on a loaded machine) are not what
-    # this test is about: none measured, each lab would measure its own, and none runs here
+    # the labs' inputs (other chapters' runs, a minute on a loaded machine) are not what this
+    # test is about: none measured, each lab would measure its own, and none runs here
     monkeypatch.setattr(machine_inputs, "measure", lambda *args, **kwargs: {})
     lab, other = LABS[0], LABS[1]
     for name in (lab, other):
