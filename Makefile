@@ -97,8 +97,7 @@ TEST_WORKERS ?= 3
 # fails when either fails
 test: $(STAMP)
 	$(BIN)/ruff check .
-	@mkdir -p build; $(BIN)/mypy > build/mypy.log 2>&1 & mypy=$$!; \
-	echo "HPCLAB_PROFILE=quick $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder"; \
+	mkdir -p build; $(BIN)/mypy > build/mypy.log 2>&1 & mypy=$$!; \
 	HPCLAB_PROFILE=quick $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile \
 	  --no-loadscope-reorder; status=$$?; \
 	wait $$mypy; typed=$$?; echo "=== mypy (beside the tests): exit $$typed ==="; \

@@ -241,7 +241,7 @@ def _grade(names, timeout, course, students, force, jobs, scratch):
     # was graded on yet stays out of the gradebook and the exports
     every = {p.name for p in course.source_dir.iterdir() if list(p.glob("*.ipynb"))}
     # no more workers (each loads nbgrader) than a lab has submissions to run side by side
-    pool = _Workers(max(1, min(jobs, max(map(len, plans.values()), default=1))))
+    pool = _Workers(min(jobs, max(map(len, plans.values()), default=1)))
     try:
         with tempfile.TemporaryDirectory(dir=scratch) as tmp:
             for which in (["*"] if len(plans) > 1 and set(plans) == every else plans):
