@@ -22,6 +22,17 @@ from hpclab import launch, profiles, records
 from hpclab.kernels import registry
 
 
+def some_impls(impls, chosen, name):
+    """The implementations ``chosen`` for one part of a sweep, all of them among ``impls``
+    (a ValueError naming the option ``name`` otherwise); None: the C kernel, when measured."""
+    chosen = tuple(chosen) if chosen is not None else tuple(i for i in impls if i == "c")
+    unknown = set(chosen) - set(impls)
+    if unknown:
+        raise ValueError(f"{name} {sorted(unknown)} are not among the implementations "
+                         f"measured ({', '.join(impls)})")
+    return chosen
+
+
 def sweep(experiment, tasks, call, progress=True):
     """Run call(**task) for every task with a progress bar; gather the record rows."""
     from tqdm import tqdm  # text, not a widget: a saved notebook keeps no widget state

@@ -5,7 +5,7 @@ import sys
 
 from hpclab import launch, profiles, records
 from hpclab.kernels import registry
-from hpclab.sweeps import over_ranks, over_ranks_in_job
+from hpclab.sweeps import over_ranks, over_ranks_in_job, some_impls
 
 NAME = "jacobi"
 KERNEL = registry.get(NAME)
@@ -20,10 +20,14 @@ def grid_of(decomposition, nprocs):
     return process_grid(decomposition, nprocs)
 
 
-def tasks(profile=None, impls=IMPLS, max_procs=None, weak=None, strong=True):
+def tasks(profile=None, impls=IMPLS, max_procs=None, weak=None, strong=True,
+          weak_impls=None):
     """The measurements a profile asks for, in the order they run; ``weak`` replaces the
     profile's points per rank of the weak sweep, ``strong=False`` leaves out the strong
-    one (a lab times the weak sweep at its own size)."""
+    one (a lab times the weak sweep at its own size). The weak sweep runs the C kernel with
+    every decomposition (when in ``impls``), and the other implementations of ``weak_impls``
+    (of ``impls``) with cube blocks without overlap only (a lab times a student's exchange
+    beside them)."""
     settings = dict(profiles.get(NAME, profile))
     if weak is not None:
         settings["weak"] = [int(v) for v in weak]
@@ -33,6 +37,7 @@ def tasks(profile=None, impls=IMPLS, max_procs=None, weak=None, strong=True):
     if unknown or not impls:
         raise ValueError(f"unknown jacobi implementation(s) {sorted(unknown)}: choose from "
                          f"{', '.join(IMPLS)}")
+    weak_impls = some_impls(impls, weak_impls, "weak_impls")
     max_procs = max_procs or NPROCS
     base = {"sweeps": settings["sweeps"], "repetitions": settings["repetitions"]}
     out = []
@@ -41,11 +46,12 @@ def tasks(profile=None, impls=IMPLS, max_procs=None, weak=None, strong=True):
             for d in DECOMPOSITIONS:
                 dims = grid_of(d, nprocs)
                 for overlap in ((False, True) if d == "cube" else (False,)):
-                    if "c" in impls:
-                        out.append({"kind": "weak", "impl": "c", "nprocs": nprocs,
-                                    "decomposition": d, "overlap": overlap, "L": L, "N": 0,
-                                    "nx": L * dims[0], "ny": L * dims[1], "nz": L * dims[2],
-                                    **base})
+                    for impl in weak_impls:
+                        if impl == "c" or (d == "cube" and not overlap):
+                            out.append({"kind": "weak", "impl": impl, "nprocs": nprocs,
+                                        "decomposition": d, "overlap": overlap, "L": L,
+                                        "N": 0, "nx": L * dims[0], "ny": L * dims[1],
+                                        "nz": L * dims[2], **base})
         for N in settings["strong"]:
             for d in DECOMPOSITIONS:
                 for impl in impls:
@@ -83,11 +89,11 @@ def _describe(task):
 
 
 def run(profile=None, impls=IMPLS, n=None, mpi_args=(), progress=True, engines=None,
-        timeout=None, hugepages=False, weak=None, strong=True):
-    """Measure on n MPI engines (default: the cores; P never exceeds the cores); ``weak``
-    and ``strong`` as for :func:`tasks`."""
+        timeout=None, hugepages=False, weak=None, strong=True, weak_impls=None):
+    """Measure on n MPI engines (default: the cores; P never exceeds the cores); ``weak``,
+    ``strong`` and ``weak_impls`` as for :func:`tasks`."""
     return over_ranks(sys.modules[__name__], profile, impls, n, mpi_args, progress, engines,
-                      timeout, weak=weak, strong=strong)
+                      timeout, weak=weak, strong=strong, weak_impls=weak_impls)
 
 
 def lab_points(profile=None):

@@ -7,7 +7,7 @@ import numpy as np
 
 from hpclab import launch, profiles, records
 from hpclab.kernels import registry
-from hpclab.sweeps import over_ranks, over_ranks_in_job
+from hpclab.sweeps import over_ranks, over_ranks_in_job, some_impls
 
 NAME = "poisson"
 KERNEL = registry.get(NAME)
@@ -21,10 +21,13 @@ IMPL_NAMES = {"c": "C", "cython": "Cython", "python": "mpi4py + numpy"}
 
 
 def tasks(profile=None, impls=IMPLS, max_procs=None, strong=None, compare=True,
-          convergence=True):
+          convergence=True, strong_impls=None):
     """The measurements a profile asks for, in the order they run; ``strong`` replaces the
     profile's meshes of the strong sweep (a lab times its own, :func:`lab_n`),
-    ``compare=False`` and ``convergence=False`` leave those sweeps out."""
+    ``compare=False`` and ``convergence=False`` leave those sweeps out. The strong sweep runs
+    the C solver with and without interleaving (when in ``impls``), and the other
+    implementations of ``strong_impls`` (of ``impls``) interleaved only (a lab times a
+    student's product beside them)."""
     settings = profiles.get(NAME, profile)
     if strong is not None:
         settings["strong"] = [int(n) for n in strong]
@@ -34,6 +37,7 @@ def tasks(profile=None, impls=IMPLS, max_procs=None, strong=None, compare=True,
     if unknown or not impls:
         raise ValueError(f"unknown poisson implementation(s) {sorted(unknown)}: choose from "
                          f"{', '.join(IMPLS)}")
+    strong_impls = some_impls(impls, strong_impls, "strong_impls")
     max_procs = max_procs or NPROCS
     reps, cap = settings["repetitions"], settings["iterations"]
     out = []
@@ -43,10 +47,10 @@ def tasks(profile=None, impls=IMPLS, max_procs=None, strong=None, compare=True,
                 out.append({"kind": "convergence", "impl": "c", "nprocs": nprocs, "n": n,
                             "interleave": True, "iterations": 0, "repetitions": 1})
     for nprocs in range(1, max_procs + 1):
-        if "c" in impls:
-            for n in settings["strong"]:
-                for interleave in (True, False):
-                    out.append({"kind": "strong", "impl": "c", "nprocs": nprocs, "n": n,
+        for n in settings["strong"]:
+            for impl in strong_impls:
+                for interleave in ((True, False) if impl == "c" else (True,)):
+                    out.append({"kind": "strong", "impl": impl, "nprocs": nprocs, "n": n,
                                 "interleave": interleave, "iterations": cap,
                                 "repetitions": reps})
         for impl in (impls if compare else ()):
