@@ -95,10 +95,18 @@ TEST_WORKERS ?= 3
 # ruff first (a second); mypy (a minute from a fresh clone's empty cache, mostly waiting on
 # the disk and on the other processes) runs beside the suite and is shown after it: make test
 # fails when either fails
+# The suite's MPI ranks sleep between polls while they wait (MPICH's heavy yield, Open MPI's
+# yield when idle) unless told otherwise: by default a waiting rank polls at full speed, and on
+# two cores shared by three workers it holds a core the rank it waits for needs (the three
+# wrong-answer files of the second half: 185 s alone on two cores, 177 s with it and ten more
+# cases). It makes a message slower (4 to 96 us one way), so it is never a timed run's setting:
+# the suite runs the quick profile, whose timings mean nothing
+YIELD_ENV := MPIR_CVAR_ENABLE_HEAVY_YIELD=$${MPIR_CVAR_ENABLE_HEAVY_YIELD:-1} \
+  OMPI_MCA_mpi_yield_when_idle=$${OMPI_MCA_mpi_yield_when_idle:-1}
 test: $(STAMP)
 	$(BIN)/ruff check .
 	mkdir -p build; $(BIN)/mypy > build/mypy.log 2>&1 & mypy=$$!; \
-	HPCLAB_PROFILE=quick $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile \
+	$(YIELD_ENV) HPCLAB_PROFILE=quick $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile \
 	  --no-loadscope-reorder; status=$$?; \
 	wait $$mypy; typed=$$?; echo "=== mypy (beside the tests): exit $$typed ==="; \
 	cat build/mypy.log; [ $$typed -eq 0 ] || exit $$typed; exit $$status
@@ -119,7 +127,7 @@ test-openmpi:
 	git ls-files -z --cached --others --exclude-standard | \
 	  tar --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -xf - -C $(OMPI_DIR)
 	$(MAKE) -C $(OMPI_DIR) setup MPI=system EXTRAS=test MPICC=$$(command -v mpicc.openmpi)
-	cd $(OMPI_DIR) && PATH=$(abspath $(OMPI_DIR))/.venv/bin:$$PATH \
+	cd $(OMPI_DIR) && PATH=$(abspath $(OMPI_DIR))/.venv/bin:$$PATH $(YIELD_ENV) \
 	  MPIEXEC=$$(command -v mpiexec.openmpi) HPCLAB_PROFILE=quick \
 	  .venv/bin/python -m pytest -p no:cacheprovider $(OMPI_TESTS) -k "$(OMPI_SKIP)"
 
