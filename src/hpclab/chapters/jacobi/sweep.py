@@ -26,8 +26,8 @@ def tasks(profile=None, impls=IMPLS, max_procs=None, weak=None, strong=True,
     profile's points per rank of the weak sweep, ``strong=False`` leaves out the strong
     one (a lab times the weak sweep at its own size). The weak sweep runs the C kernel with
     every decomposition (when in ``impls``), and the other implementations of ``weak_impls``
-    (of ``impls``) with cube blocks without overlap only (a lab times a student's exchange
-    beside them)."""
+    (of ``impls``) at the most ranks only, with cube blocks without overlap (a lab times a
+    student's exchange there beside them)."""
     settings = dict(profiles.get(NAME, profile))
     if weak is not None:
         settings["weak"] = [int(v) for v in weak]
@@ -47,7 +47,8 @@ def tasks(profile=None, impls=IMPLS, max_procs=None, weak=None, strong=True,
                 dims = grid_of(d, nprocs)
                 for overlap in ((False, True) if d == "cube" else (False,)):
                     for impl in weak_impls:
-                        if impl == "c" or (d == "cube" and not overlap):
+                        if impl == "c" or (d == "cube" and not overlap
+                                           and nprocs == max_procs):
                             out.append({"kind": "weak", "impl": impl, "nprocs": nprocs,
                                         "decomposition": d, "overlap": overlap, "L": L,
                                         "N": 0, "nx": L * dims[0], "ny": L * dims[1],

@@ -153,10 +153,10 @@ def parts(df, n=None, interleave=True):
 
 
 def product_times(df, impl, P, n):
-    """Seconds per iteration of the product q = A p with its halo rows (the ``matvec``
-    metric), the slowest rank's, of every repetition of the interleaved strong sweep of
-    ``impl`` at P ranks and mesh n, in the order they ran: the library's product a lab times
-    a student's beside."""
+    """Seconds per iteration of the product q = A p with its halo rows and the rank's sum
+    of p·q (the ``matvec`` metric: the slowest rank's compute plus the slowest rank's halo),
+    of every repetition of the interleaved strong sweep of ``impl`` at P ranks and mesh n,
+    in the order they ran: the library's product a lab times a student's beside."""
     t = samples(df, "matvec", kind="strong", impl=impl, n=n, nprocs=P, interleave=True)
     if not len(t):
         raise ValueError(f"no {impl} strong sweep at P = {P}, N = {n} in these records: run "

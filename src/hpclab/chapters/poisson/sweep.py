@@ -26,8 +26,8 @@ def tasks(profile=None, impls=IMPLS, max_procs=None, strong=None, compare=True,
     profile's meshes of the strong sweep (a lab times its own, :func:`lab_n`),
     ``compare=False`` and ``convergence=False`` leave those sweeps out. The strong sweep runs
     the C solver with and without interleaving (when in ``impls``), and the other
-    implementations of ``strong_impls`` (of ``impls``) interleaved only (a lab times a
-    student's product beside them)."""
+    implementations of ``strong_impls`` (of ``impls``) at the most ranks only, interleaved
+    (a lab times a student's product there beside them)."""
     settings = profiles.get(NAME, profile)
     if strong is not None:
         settings["strong"] = [int(n) for n in strong]
@@ -48,7 +48,7 @@ def tasks(profile=None, impls=IMPLS, max_procs=None, strong=None, compare=True,
                             "interleave": True, "iterations": 0, "repetitions": 1})
     for nprocs in range(1, max_procs + 1):
         for n in settings["strong"]:
-            for impl in strong_impls:
+            for impl in (i for i in strong_impls if i == "c" or nprocs == max_procs):
                 for interleave in ((True, False) if impl == "c" else (True,)):
                     out.append({"kind": "strong", "impl": impl, "nprocs": nprocs, "n": n,
                                 "interleave": interleave, "iterations": cap,
