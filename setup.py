@@ -22,7 +22,14 @@ from setuptools.command.build_ext import build_ext
 HERE = Path(__file__).parent
 CHAPTERS_DIR = Path("src/hpclab/chapters")
 COMMON = Path("src/hpclab/kernels/common")
-CFLAGS = ["-O3"]
+# the kernels' optimisation: $HPCLAB_OPT replaces -O3 (-O0 builds several times faster: the
+# Open MPI test stage, which checks results, not speed; -Og for a debugger)
+OPT_ENV = "HPCLAB_OPT"
+OPT = os.environ.get(OPT_ENV, "").strip() or "-O3"
+if OPT not in ("-O0", "-O1", "-O2", "-O3", "-Os", "-Og", "-Ofast"):
+    sys.exit(f"{OPT_ENV}={OPT!r}: give one optimisation flag, such as -O3 (the default), -O2 "
+             "or -O0")
+CFLAGS = [OPT]
 # what every kernel links: allocation, fail-together errors, build info, topology
 COMMON_C = ("hpclab_common.c", "hpclab_topo.c")
 OPENMP_FLAG = "-fopenmp"
