@@ -94,9 +94,6 @@ lint: $(STAMP)
 # clones on two cores: 22.5 and 24.8 min with four, 23.7 and 23.9 with three; TEST_WORKERS=0:
 # one process). The workers take whole files, the longest first (tests/conftest.py).
 TEST_WORKERS ?= 3
-# ruff first (a second); mypy (a minute from a fresh clone's empty cache, mostly waiting on
-# the disk and on the other processes) runs beside the suite and is shown after it: make test
-# fails when either fails
 # The suite's MPI ranks sleep between polls while they wait (MPICH's heavy yield, Open MPI's
 # yield when idle) unless told otherwise: by default a waiting rank polls at full speed, and on
 # two cores shared by three workers it holds a core the rank it waits for needs (the three
@@ -105,6 +102,9 @@ TEST_WORKERS ?= 3
 # the suite runs the quick profile, whose timings mean nothing
 YIELD_ENV := MPIR_CVAR_ENABLE_HEAVY_YIELD=$${MPIR_CVAR_ENABLE_HEAVY_YIELD:-1} \
   OMPI_MCA_mpi_yield_when_idle=$${OMPI_MCA_mpi_yield_when_idle:-1}
+# ruff first (a second); mypy (a minute from a fresh clone's empty cache, mostly waiting on
+# the disk and on the other processes) runs beside the suite and is shown after it: make test
+# fails when either fails
 test: $(STAMP)
 	$(BIN)/ruff check .
 	mkdir -p build; $(BIN)/mypy > build/mypy.log 2>&1 & mypy=$$!; \
