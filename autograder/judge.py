@@ -33,6 +33,7 @@ import json
 import linecache
 import os
 import traceback
+import zlib
 from pathlib import Path
 
 CELL_FILE = "<graded cell>"
@@ -53,6 +54,16 @@ class StudentError(Exception):
 # --- the kernel's side (kernel_side.py): its source, sent with every request, so that
 # nothing defined in the kernel is relied on
 KERNEL_SIDE = Path(__file__).with_name("kernel_side.py").read_text()
+# The request's cell holds that source as one line, compressed: the kernel tokenizes and
+# parses every cell it runs several times over (IPython's input transforms, its check for
+# top-level await, hpclab.exercises' watch of what a cell defines), and as 155 lines of
+# code this took most of a kernel's CPU time in a check that calls a notebook's function
+# often. Compiled under its own name, its frames in a traceback say where they come from.
+_BUILTIN = "__import__('builtins')"
+KERNEL_SIDE_CELL = (
+    f"{_BUILTIN}.exec({_BUILTIN}.compile(__import__('zlib').decompress("
+    f"__import__('base64').b64decode({base64.b64encode(zlib.compress(KERNEL_SIDE.encode())).decode()!r})),"
+    " '<hpclab bridge>', 'exec'))\n")
 
 
 # --- this process's side: plain values in, plain values out
@@ -166,7 +177,7 @@ class Bridge:
             os.remove(reply_path)
         with open(os.path.join(self.folder, "request.json"), "w") as fh:
             json.dump(request, fh)
-        outputs = self._execute(KERNEL_SIDE + f"\n__hpclab_bridge__({self.folder!r})\n"
+        outputs = self._execute(KERNEL_SIDE_CELL + f"__hpclab_bridge__({self.folder!r})\n"
                                 "del __hpclab_bridge__\n")
         self.outputs.extend(o for o in outputs if o.get("output_type") == "stream")
         try:

@@ -1,6 +1,7 @@
 # The kernel's side of judge.py's bridge. Its source is sent to the submission's kernel with
-# every request and run there as a cell (so nothing defined in the kernel is relied on); it is
-# linted and type-checked here like the rest, and never imported by the grader.
+# every request and run there in a cell, compressed to one line (judge.KERNEL_SIDE_CELL), so
+# that nothing defined in the kernel is relied on; it is linted and type-checked here like the
+# rest, and never imported by the grader.
 def __hpclab_bridge__(folder):
     import base64
     import importlib

@@ -199,6 +199,25 @@ def test_a_graded_cell_reads_the_notebooks_values_and_calls_its_functions(tmp_pa
     assert "ok" in "".join(o.get("text", "") for o in outputs)
 
 
+def test_a_request_is_a_short_cell_that_leaves_nothing_in_the_notebook(tmp_path):
+    """The kernel tokenizes and parses each cell it runs several times over: a request sends
+    the kernel's side as one compressed line, not as its 150 lines, and removes what it
+    defined."""
+    kernel, sent = {"__builtins__": __builtins__, "x": 2.0}, []
+
+    def execute(cell):
+        sent.append(cell)
+        exec(cell, kernel)
+        return []
+
+    bridge = judge.Bridge(execute, str(tmp_path / "bridge"))
+    assert bridge.ask({"op": "lookup", "names": ["x"]}) == \
+        {"names": {"x": {"kind": "data", "value": 2.0}}}
+    assert len(sent) == 1 and sent[0].count("\n") == 3, sent
+    assert len(sent[0]) < len(judge.KERNEL_SIDE), "the kernel's side was sent uncompressed"
+    assert set(kernel) == {"__builtins__", "x"}
+
+
 def test_a_notebook_functions_source_reaches_the_graded_cell(tmp_path):
     """Checks that read where a kernel's threads or MPI calls sit read the function's code:
     in the grader the function is a proxy, which carries what the kernel found: a
@@ -290,6 +309,23 @@ def test_the_sandbox_starts_with_the_graders_inputs_not_the_submissions(tmp_path
     for p in hidden:
         assert f"seen: {p} False" in text or f"seen: {p} {ways}" in text, text
     assert "results/ (saved runs: the grader measured this machine's inputs)" in result.reason
+
+
+def test_the_sandbox_keeps_the_graders_mpi_settings_but_no_jobs_identity(monkeypatch):
+    """A cluster's MPI may need the grader's settings to start at all; a job's identity, or
+    anything else of the grader's, never reaches a submission."""
+    import sandbox
+
+    kept = {"MPIR_CVAR_ENABLE_HEAVY_YIELD": "1", "OMPI_MCA_btl": "self,vader",
+            "I_MPI_FABRICS": "shm", "FI_PROVIDER": "tcp", "UCX_TLS": "sm"}
+    dropped = {"PMI_RANK": "3", "OMPI_COMM_WORLD_RANK": "3", "OMPI_MCA_ess_base_vpid": "3",
+               "PMIX_RANK": "3", "OMPI_MCA_orte_hnp_uri": "x", "GRADER_TOKEN": "secret"}
+    for k, v in {**kept, **dropped}.items():
+        monkeypatch.setenv(k, v)
+    env = sandbox._environment("/box", "/venv/bin")
+    assert {k: env.get(k) for k in kept} == kept
+    assert not set(dropped) & set(env), set(dropped) & set(env)
+    assert env["HOME"] == "/box/work" and env["PATH"].startswith("/venv/bin:")
 
 
 def _cgroup_missing():
