@@ -153,3 +153,30 @@ def test_a_parts_interval_sums_each_repetitions_metrics_over_the_model():
     assert np.allclose(px.part_interval(df, "halo", 2, 64, 2.0), stats.over_model(reps, 2.0))
     with pytest.raises(ValueError, match="memory"):
         px.part_interval(df, "compute", 2, 64, 1.0)
+
+
+def test_the_c_solvers_model_reads_no_other_implementations_rows():
+    """A lab's strong sweep also times the Python solver at the most ranks: the prediction,
+    the fit and the words on interleaving stay the C solver's."""
+    import pandas as pd
+
+    from hpclab.chapters.poisson import analysis as px
+
+    names = [m.name for m in px.KERNEL.metrics]
+    reps = np.array([1.0, 1.2, 0.9, 1.1])
+    rows, rows_py = [], []
+    for n in (64, 128):
+        for p, interleave in ((1, True), (2, True), (2, False)):
+            params = {"kind": "strong", "n": n, "interleave": interleave, "iterations_cap": 10,
+                      "oversubscribed": False}
+            t = np.array([reps * 1e-3 * (n / 64) ** 2 / p for _ in names])
+            rows += records.timings(px.KERNEL, "c", p, 1, params, t)
+            if p == 2 and interleave:
+                rows_py += records.timings(px.KERNEL, "python", p, 1, params, 50 * t)
+    c_only = records.frame(rows)
+    both = records.frame(rows + rows_py)
+    lam, bw, stream = 2e-6, 5e9, {1: 20.0, 2: 30.0}
+    pd.testing.assert_frame_equal(px.predict(both, lam, bw, stream),
+                                  px.predict(c_only, lam, bw, stream))
+    assert px.interleave_words(both) == px.interleave_words(c_only)
+    assert px.fit_model(both).params == px.fit_model(c_only).params

@@ -195,11 +195,13 @@ def predicted_iteration(n, p, lam, bandwidth, stream_gbs, per_point=BYTES):
 
 def predict(df, lam, bandwidth, stream_gbs):
     """Predicted (88 and 96 bytes per point) beside measured seconds per iteration for every
-    strong run (interleaved), with the measured/predicted ratio and its 95% interval."""
+    strong run of the C solver (interleaved), with the measured/predicted ratio and its 95%
+    interval. The model is the C solver's: a sweep that also ran the Python one (a lab's) is
+    read for C alone."""
     rows = []
-    for (n, p), _ in wide(df)[lambda w: (w["kind"] == "strong") & w["interleave"]].groupby(
-            ["n", "nprocs"]):
-        s = samples(df, "iteration", kind="strong", n=n, nprocs=p, interleave=True)
+    strong = lambda w: (w["kind"] == "strong") & w["interleave"] & (w["impl"] == "c")  # noqa: E731
+    for (n, p), _ in wide(df)[strong].groupby(["n", "nprocs"]):
+        s = samples(df, "iteration", kind="strong", impl="c", n=n, nprocs=p, interleave=True)
         total, memory, reduce, halo = predicted_iteration(n, p, lam, bandwidth, stream_gbs)
         wa = predicted_iteration(n, p, lam, bandwidth, stream_gbs, BYTES_WA)[0]
         # one run: the median, no interval (NaN)
@@ -252,15 +254,15 @@ def speedup_points(df, sizes=None):
 
 
 def interleave_words(df):
-    """What interleaving buys at the largest strong N on the most ranks, in words the
-    interval allows."""
+    """What interleaving buys the C solver at the largest strong N on the most ranks, in
+    words the interval allows."""
     w = wide(df)
-    w = w[w["kind"] == "strong"]
+    w = w[(w["kind"] == "strong") & (w["impl"] == "c")]
     n, p = int(w["n"].max()), int(w["nprocs"].max())
     if p < 2:
         return "with one rank there is no halo to hide, so interleaving cannot show here"
-    a = samples(df, "iteration", kind="strong", n=n, nprocs=p, interleave=False)
-    b = samples(df, "iteration", kind="strong", n=n, nprocs=p, interleave=True)
+    a = samples(df, "iteration", kind="strong", impl="c", n=n, nprocs=p, interleave=False)
+    b = samples(df, "iteration", kind="strong", impl="c", n=n, nprocs=p, interleave=True)
     return f"at N = {n} on {p} ranks, " + stats.said(
         a, b, ("the version that is not interleaved", "the interleaved one"),
         "time per iteration")
@@ -278,10 +280,10 @@ def implementation_table(df):
 
 
 def fit_model(df):
-    """The CG_ITERATION model fitted to every strong (interleaved) run: t_point per mesh
-    point, t_row per halo row point, t_reduce per Allreduce round."""
+    """The CG_ITERATION model fitted to every strong (interleaved) run of the C solver:
+    t_point per mesh point, t_row per halo row point, t_reduce per Allreduce round."""
     w = wide(df)
-    w = w[(w["kind"] == "strong") & w["interleave"]]
+    w = w[(w["kind"] == "strong") & w["interleave"] & (w["impl"] == "c")]
     return models.fit(MODEL, pd.DataFrame({"N": w["n"], "P": w["nprocs"]}),
                       w["iteration"])
 
