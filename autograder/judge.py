@@ -60,10 +60,10 @@ KERNEL_SIDE = Path(__file__).with_name("kernel_side.py").read_text()
 # code this took most of a kernel's CPU time in a check that calls a notebook's function
 # often. Compiled under its own name, its frames in a traceback say where they come from.
 _BUILTIN = "__import__('builtins')"
+_PACKED = base64.b64encode(zlib.compress(KERNEL_SIDE.encode())).decode()
 KERNEL_SIDE_CELL = (
     f"{_BUILTIN}.exec({_BUILTIN}.compile(__import__('zlib').decompress("
-    f"__import__('base64').b64decode({base64.b64encode(zlib.compress(KERNEL_SIDE.encode())).decode()!r})),"
-    " '<hpclab bridge>', 'exec'))\n")
+    f"__import__('base64').b64decode({_PACKED!r})), '<hpclab bridge>', 'exec'))\n")
 
 
 # --- this process's side: plain values in, plain values out
