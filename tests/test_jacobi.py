@@ -103,9 +103,8 @@ def test_unknown_implementations_are_refused():
 
 
 def test_the_weak_sweep_adds_another_implementation_on_cubes_only_when_asked():
-    """A lab times a student's exchange beside the library's Python one: weak_impls adds it,
-    at the most ranks with cube blocks without overlap, and by default the weak sweep is the
-    C kernel's alone."""
+    """weak_impls adds another implementation to the weak sweep, at the most ranks with cube
+    blocks without overlap; by default the weak sweep is the C kernel's alone."""
     plain = exp.tasks("quick", impls=("c", "python"), max_procs=2, strong=False)
     assert {t["impl"] for t in plain} == {"c"}
     both = exp.tasks("quick", impls=("c", "python"), max_procs=2, strong=False,

@@ -109,19 +109,6 @@ def term_interval(df, term, P, L, model_s):
                                             nprocs=P), model_s)
 
 
-def halo_times(df, impl, P, L):
-    """Seconds per sweep spent exchanging halos, the slowest rank's, of every repetition of
-    the weak sweep of implementation ``impl`` at P ranks (cubes, no overlap, L points per
-    rank and dimension), in the order they ran: the library's exchange a lab times a
-    student's beside."""
-    t = records.samples(df, "halo", kind="weak", impl=impl, decomposition="cube",
-                        overlap=False, L=L, nprocs=P)
-    if not len(t):
-        raise ValueError(f"no {impl} weak sweep at P = {P}, L = {L} in these records: run "
-                         f"the sweep with impls and weak_impls holding {impl!r}")
-    return t
-
-
 def faces_sent(decomposition, nprocs):
     """Faces the busiest rank sends in one halo exchange (it receives as many)."""
     return sum(neighbours_per_direction(grid_of(decomposition, int(nprocs))))

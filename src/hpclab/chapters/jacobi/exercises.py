@@ -241,28 +241,50 @@ def _halo_time_on_rank(exchange, nprocs, dims, L, repetitions):
     from mpi4py import MPI
 
     from hpclab.kernels.api import first_ranks
+    from hpclab.kernels.topology import Topology
 
     with first_ranks(MPI.COMM_WORLD, nprocs, dims=list(dims)) as cart:
         if cart is None:
             return None
-        u = np.random.default_rng(cart.Get_rank()).random((L + 2,) * 3)
-        times = []
-        for _ in range(repetitions):
-            cart.Barrier()
-            t0 = MPI.Wtime()
-            exchange(cart, u)
-            times.append(cart.allreduce(MPI.Wtime() - t0, op=MPI.MAX))
-        return {"rank": cart.Get_rank(), "times": times}
+        rng = np.random.default_rng(cart.Get_rank())
+        calls = {}
+        tops = []
+        try:
+            for impl in ("c", "python"):
+                t = Topology(cart, tuple(L * d for d in dims), dims=list(dims), impl=impl)
+                tops.append(t)
+                u = t.field()
+                u[...] = rng.random(u.shape)
+                calls[impl] = (t.exchange, u)
+            if exchange is not None:
+                calls["yours"] = (lambda u: exchange(cart, u), rng.random((L + 2,) * 3))
+            times = {name: [] for name in calls}
+            for _ in range(repetitions):
+                for name, (call, u) in calls.items():
+                    cart.Barrier()
+                    t0 = MPI.Wtime()
+                    call(u)
+                    times[name].append(cart.allreduce(MPI.Wtime() - t0, op=MPI.MAX))
+        finally:
+            for t in tops:
+                t.free()
+        return {"rank": cart.Get_rank(), **times}
 
 
-def halo_timing(engines, exchange, nprocs, dims, L, repetitions=5, timeout=120):
-    """Seconds of each call ``exchange(cart, u)`` on the first nprocs engines, the slowest
-    rank's, with blocks of L points per dimension on the process grid ``dims``: what the C
-    kernel's ``halo`` metric measures per sweep."""
+def halo_timing(engines, exchange, nprocs, dims, L, repetitions=15, timeout=120):
+    """Seconds of each halo exchange of blocks of L points per dimension on the process grid
+    ``dims`` of the first nprocs engines, the slowest rank's, every call alone between a
+    barrier and the clock: {"c": [...], "python": [...], "yours": [...]}. "c" and "python" are
+    the library's exchanges of the same six faces (:class:`hpclab.kernels.topology.Topology`,
+    its face datatypes made once, before any clock; every receive and send posted at once),
+    "yours" is ``exchange(cart, u)``, left out when ``exchange`` is None. The three take turns
+    within every repetition, so a change in the machine's load falls on all of them alike."""
     from hpclab.exercises import timed_ranks
 
     nprocs = timed_ranks(engines, nprocs)
+    what = "the library's halo exchanges" if exchange is None else "your halo exchange"
     res = engines.run(_halo_time_on_rank, exchange, int(nprocs), tuple(int(d) for d in dims),
                       int(L), int(repetitions), timeout=timeout,
-                      what=f"your halo exchange timed on {nprocs} ranks")
-    return next(r for r in res if r is not None and r["rank"] == 0)["times"]
+                      what=f"{what} timed on {nprocs} ranks")
+    out = next(r for r in res if r is not None and r["rank"] == 0)
+    return {k: v for k, v in out.items() if k != "rank"}

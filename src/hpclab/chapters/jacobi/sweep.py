@@ -26,8 +26,7 @@ def tasks(profile=None, impls=IMPLS, max_procs=None, weak=None, strong=True,
     profile's points per rank of the weak sweep, ``strong=False`` leaves out the strong
     one (a lab times the weak sweep at its own size). The weak sweep runs the C kernel with
     every decomposition (when in ``impls``), and the other implementations of ``weak_impls``
-    (of ``impls``) at the most ranks only, with cube blocks without overlap (a lab times a
-    student's exchange there beside them)."""
+    (of ``impls``) at the most ranks only, with cube blocks without overlap."""
     settings = dict(profiles.get(NAME, profile))
     if weak is not None:
         settings["weak"] = [int(v) for v in weak]
