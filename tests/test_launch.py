@@ -1,4 +1,5 @@
 """Every MPI launch has a timeout, errors clearly and leaves no process behind."""
+import json
 import os
 import re
 import sys
@@ -393,3 +394,15 @@ def test_children_do_not_inherit_an_mpi_jobs_identity():
     kept = launch.clean_environment(env)
     assert kept == {"OMPI_MCA_btl": "self,vader", "MPIR_CVAR_CH4_NETMOD": "ofi",
                     "OMPI_ALLOW_RUN_AS_ROOT": "1", "HOME": "/root"}
+
+
+def test_an_mpi_rank_gets_one_blas_thread_unless_the_user_sets_it(monkeypatch):
+    """numpy's BLAS starts a thread per core in every rank: with a rank per core, P ranks ran
+    P threads per core and a 4 MB dot product took many times as long. A rank started here gets
+    one BLAS thread; a value the user set is kept."""
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.setenv("MKL_NUM_THREADS", "3")
+    code = ("import os, json; print(json.dumps([os.environ.get(k) for k in "
+            "('OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS')]))")
+    r = launch.mpirun([sys.executable, "-c", code], n=1, timeout=60)
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == ["1", "3"]

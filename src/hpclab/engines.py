@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from hpclab import mpicython, processes, shm
 from hpclab.mpirun import DEFAULT_TIMEOUT, output_tail, without_job_identity
 from hpclab.ranks import (
+    ONE_BLAS_THREAD,
     THREAD_LEVEL,
     MPILaunchError,
     allow_overload,
@@ -327,7 +328,7 @@ class Engines:
         launcher.engine_args = ["--mpi", *self._patience()]
         launcher.environment = {
             "MPI4PY_RC_THREAD_LEVEL": os.environ.get("MPI4PY_RC_THREAD_LEVEL", THREAD_LEVEL),
-            **self.environment}
+            **{k: os.environ.get(k, "1") for k in ONE_BLAS_THREAD}, **self.environment}
         return cluster
 
     def _patience(self):
