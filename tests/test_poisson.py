@@ -119,9 +119,8 @@ def test_unknown_implementations_are_refused():
 
 
 def test_the_strong_sweep_adds_another_implementation_interleaved_only_when_asked():
-    """A lab times a student's product beside the library's Python one: strong_impls adds
-    it, at the most ranks, interleaved, and by default the strong sweep is the C solver's
-    alone."""
+    """strong_impls adds another implementation to the strong sweep, at the most ranks,
+    interleaved; by default the strong sweep is the C solver's alone."""
     opts = {"max_procs": 2, "strong": [64], "compare": False, "convergence": False}
     plain = exp.tasks("quick", impls=("c", "python"), **opts)
     assert {t["impl"] for t in plain} == {"c"}
@@ -180,3 +179,37 @@ def test_the_c_solvers_model_reads_no_other_implementations_rows():
                                   px.predict(c_only, lam, bw, stream))
     assert px.interleave_words(both) == px.interleave_words(c_only)
     assert px.fit_model(both).params == px.fit_model(c_only).params
+
+
+@pytest.mark.parametrize("interleave", [True, False])
+def test_the_products_a_lab_times_alone_are_the_solvers_own(interleave):
+    """A lab times the C and Python solvers' product q = A p alone: both are the code every
+    iteration calls (hpclab_poisson_product, _python.product), and give p·q of the 5-point
+    operator on the rank's rows."""
+    from mpi4py import MPI
+
+    from hpclab.chapters.poisson.kernels._poisson import Product
+    from hpclab.chapters.poisson.kernels._python import product
+    from hpclab.kernels.topology import Topology
+
+    n = 9
+    p = np.zeros((n + 2, n + 2))
+    p[1:-1, 1:-1] = np.random.default_rng(0).random((n, n))
+    inner = p[1:-1, 1:-1]
+    want_q = 4 * inner - p[:-2, 1:-1] - p[2:, 1:-1] - p[1:-1, :-2] - p[1:-1, 2:]
+    want = float(np.sum(inner * want_q))
+    c_product = Product(MPI.COMM_SELF, n, interleave, seed=0)
+    try:
+        assert np.isclose(c_product(), want, rtol=1e-12)
+    finally:
+        c_product.free()
+    with pytest.raises(ValueError, match="freed"):
+        c_product()
+    t = Topology(MPI.COMM_SELF, (n, n), dims=(1, 1), impl="python")
+    try:
+        q = np.zeros_like(p)
+        pq, stamps = product(t, p, q, interleave)
+    finally:
+        t.free()
+    assert np.isclose(pq, want, rtol=1e-12) and np.allclose(q[1:-1, 1:-1], want_q)
+    assert stamps[0] <= stamps[1] <= stamps[2]

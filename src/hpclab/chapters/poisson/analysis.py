@@ -152,18 +152,6 @@ def parts(df, n=None, interleave=True):
     return t
 
 
-def product_times(df, impl, P, n):
-    """Seconds per iteration of the product q = A p with its halo rows and the rank's sum
-    of p·q (the ``matvec`` metric: the slowest rank's compute plus the slowest rank's halo),
-    of every repetition of the interleaved strong sweep of ``impl`` at P ranks and mesh n,
-    in the order they ran: the library's product a lab times a student's beside."""
-    t = samples(df, "matvec", kind="strong", impl=impl, n=n, nprocs=P, interleave=True)
-    if not len(t):
-        raise ValueError(f"no {impl} strong sweep at P = {P}, N = {n} in these records: run "
-                         f"the sweep with impls and strong_impls holding {impl!r}")
-    return t
-
-
 # the metrics whose sum, repetition by repetition, is each part of the model (:func:`parts`)
 PART_METRICS = {"memory": (("matvec", 1), ("halo", -1), ("update", 1)),
                 "Allreduce": (("reduce", 1),), "halo": (("halo", 1),)}

@@ -268,34 +268,61 @@ def poisson_check(engines, dot, apply_A, cg, nprocs, n=24, seed=0, timeout=60):
 def _time_parts_on_rank(dot, apply_A, nprocs, n, repetitions):
     from mpi4py import MPI
 
+    from hpclab.chapters.poisson.kernels._poisson import Product
+    from hpclab.chapters.poisson.kernels._python import product
     from hpclab.kernels.api import first_ranks
+    from hpclab.kernels.topology import Topology
 
     with first_ranks(MPI.COMM_WORLD, nprocs, dims=[nprocs]) as cart:
         if cart is None:
             return None
         rank = cart.Get_rank()
         first, rows = block_range(n, nprocs, rank)
-        p = np.zeros((rows + 2, n + 2))
-        p[1:-1, 1:-1] = np.random.default_rng(rank).random((rows, n))
-        times = {"apply_A": [], "dot": []}
-        for _ in range(repetitions):
-            for name, call in (("apply_A", lambda: apply_A(cart, p)),
-                               ("dot", lambda: dot(cart, p, p))):
-                cart.Barrier()
-                t0 = MPI.Wtime()
-                call()
-                times[name].append(cart.allreduce(MPI.Wtime() - t0, op=MPI.MAX))
+        rng = np.random.default_rng(rank)
+        c_product = Product(cart, n, True)
+        top = None
+        try:
+            top = Topology(cart, (n, n), dims=(nprocs, 1), impl="python")
+            fields = [np.zeros((rows + 2, n + 2)) for _ in range(3)]
+            for f in fields:
+                f[1:-1, 1:-1] = rng.random((rows, n))
+            p_py, q_py, p_yours = fields
+            calls = {"c": c_product,
+                     "python": lambda: product(top, p_py, q_py, True)}
+            if apply_A is not None:
+                calls["apply_A"] = lambda: apply_A(cart, p_yours)
+                calls["dot"] = lambda: dot(cart, p_yours, p_yours)
+            times = {name: [] for name in calls}
+            for r in range(repetitions + 1):  # the first round untimed: pages first touched
+                for name, call in calls.items():
+                    cart.Barrier()
+                    t0 = MPI.Wtime()
+                    call()
+                    dt = cart.allreduce(MPI.Wtime() - t0, op=MPI.MAX)
+                    if r:
+                        times[name].append(dt)
+        finally:
+            c_product.free()
+            if top is not None:
+                top.free()
         return {"rank": rank, **times}
 
 
-def parts_timing(engines, dot, apply_A, nprocs, n, repetitions=5, timeout=120):
-    """Seconds of each call of the student's ``apply_A(cart, p)`` (halo rows and product) and
-    ``dot(cart, p, p)`` on the first nprocs engines, an n x n mesh split in rows, the slowest
-    rank's: {"apply_A": [...], "dot": [...]}, to set beside the C solver's parts."""
+def parts_timing(engines, dot, apply_A, nprocs, n, repetitions=15, timeout=120):
+    """Seconds of each product q = A p with its halo rows on an n x n mesh split in rows
+    over the first nprocs engines, the slowest rank's, every call alone between a barrier and
+    the clock: {"c": [...], "python": [...], "apply_A": [...], "dot": [...]}. "c" and
+    "python" are the library's solvers' own products (the inner rows computed while the halo
+    rows travel, the rank's part of p·q summed on the way, the halo datatypes and q made
+    once, before any clock); "apply_A" is the student's ``apply_A(cart, p)`` and "dot" their
+    ``dot(cart, p, p)``, both left out when ``apply_A`` is None. All take turns within every
+    repetition, after one untimed round, so a change in the machine's load falls on all of
+    them alike."""
     from hpclab.exercises import timed_ranks
 
     nprocs = timed_ranks(engines, nprocs)
+    what = "the library's products" if apply_A is None else "your dot and A p"
     res = engines.run(_time_parts_on_rank, dot, apply_A, int(nprocs), int(n), int(repetitions),
-                      timeout=timeout, what=f"your dot and A p timed on {nprocs} ranks")
+                      timeout=timeout, what=f"{what} timed on {nprocs} ranks")
     out = next(r for r in res if r is not None and r["rank"] == 0)
-    return {"apply_A": out["apply_A"], "dot": out["dot"]}
+    return {k: v for k, v in out.items() if k != "rank"}

@@ -26,8 +26,7 @@ def tasks(profile=None, impls=IMPLS, max_procs=None, strong=None, compare=True,
     profile's meshes of the strong sweep (a lab times its own, :func:`lab_n`),
     ``compare=False`` and ``convergence=False`` leave those sweeps out. The strong sweep runs
     the C solver with and without interleaving (when in ``impls``), and the other
-    implementations of ``strong_impls`` (of ``impls``) at the most ranks only, interleaved
-    (a lab times a student's product there beside them)."""
+    implementations of ``strong_impls`` (of ``impls``) at the most ranks only, interleaved."""
     settings = profiles.get(NAME, profile)
     if strong is not None:
         settings["strong"] = [int(n) for n in strong]

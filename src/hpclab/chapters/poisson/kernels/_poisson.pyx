@@ -32,6 +32,8 @@ cdef extern from "poisson.h" nogil:
                               double base, int rep, int repetitions, double *times,
                               char *msg, size_t msglen)
     int hpclab_poisson_fault
+    double hpclab_poisson_product(const hpclab_topo *t, double *p, double *q, int interleave,
+                                  double *stamps)
     double hpclab_poisson_streams(long rows, long n, int iterations, int repetitions)
 
 METRICS = ("iteration", "matvec", "halo", "reduce", "update", "iterations", "residual",
@@ -105,6 +107,51 @@ def run_c(MPI.Comm comm not None, long n, bint interleave, long iterations, int 
     if status:
         raise PoissonError(errmsg.decode(errors="replace"))
     return times, out
+
+
+cdef class Product:
+    """The C solver's product q = A p with p's halo rows (``hpclab_poisson_product``, what
+    every iteration of ``run_c`` calls) on this rank's rows of an n x n mesh split over
+    comm, p random and fixed: each call is one product, to time it alone. Collective: every
+    rank of comm makes one, calls it as often, and calls :meth:`free`."""
+    cdef hpclab_topo t
+    cdef bint alive
+    cdef bint interleave
+    cdef double[::1] p
+    cdef double[::1] q
+
+    def __cinit__(self, MPI.Comm comm not None, long n, bint interleave=True, seed=0):
+        cdef long glob[2]
+        cdef int dims[2]
+        cdef char errmsg[HPCLAB_ERRLEN]
+        self.alive = False
+        glob[0], glob[1] = n, n
+        dims[0], dims[1] = 0, 1
+        errmsg[0] = 0
+        if hpclab_topo_create(comm.ob_mpi, 2, glob, dims, NULL, &self.t, errmsg,
+                              HPCLAB_ERRLEN):
+            raise PoissonError(errmsg.decode(errors="replace"))
+        self.alive = True
+        self.interleave = interleave
+        p = np.zeros((self.t.local[0] + 2, n + 2))
+        p[1:-1, 1:-1] = np.random.default_rng(seed + self.t.rank).random((self.t.local[0], n))
+        self.p = p.reshape(-1)
+        self.q = np.zeros(p.size)
+
+    def __call__(self):
+        """One product; returns this rank's part of p·q."""
+        cdef double pq
+        if not self.alive:
+            raise ValueError("this product was freed")
+        with nogil:
+            pq = hpclab_poisson_product(&self.t, &self.p[0], &self.q[0], self.interleave, NULL)
+        return pq
+
+    def free(self):
+        """Free the Cartesian communicator and the halo datatypes (collective); safe twice."""
+        if self.alive:
+            hpclab_topo_free(&self.t)
+            self.alive = False
 
 
 # ----------------------------------------------------------------------------- native

@@ -273,6 +273,36 @@ static void interior(const hpclab_topo *t, double *field, double *block)
                (size_t)n * sizeof *block);
 }
 
+double hpclab_poisson_product(const hpclab_topo *t, double *p, double *q, int interleave,
+                             double *stamps)
+{
+    MPI_Request req[HPCLAB_HALO_REQUESTS];
+    const long lr = t->local[0], n = t->global[1];
+    double pq, b, c, d;
+
+    hpclab_halo_start(t, p, req);
+    b = MPI_Wtime();
+    pq = interleave && lr > 2 ? matvec(p, q, n, 2, lr - 1) : 0.0;
+    c = MPI_Wtime();
+    hpclab_halo_finish(req);
+    if (hpclab_poisson_fault && t->rank == t->size - 1)
+        p[1] += 1.0;
+    d = MPI_Wtime();
+    if (!interleave)
+        pq = matvec(p, q, n, 1, lr);
+    else if (lr > 0) {
+        pq += matvec(p, q, n, 1, 1);
+        if (lr > 1)
+            pq += matvec(p, q, n, lr, lr);
+    }
+    if (stamps) {
+        stamps[0] = b;
+        stamps[1] = c;
+        stamps[2] = d;
+    }
+    return pq;
+}
+
 int hpclab_poisson(MPI_Comm comm, long n, int interleave, long iterations, int repetitions,
                    double *uout, double *times, char *errmsg, size_t errlen)
 {
@@ -309,7 +339,7 @@ int hpclab_poisson(MPI_Comm comm, long n, int interleave, long iterations, int r
         goto done;
 
     for (int rep = 0; rep < repetitions && !failed; rep++) {
-        const long lr = t.local[0], cap = iterations ? iterations : 10 * n + 100;
+        const long cap = iterations ? iterations : 10 * n + 100;
         const size_t s = (size_t)n + 2;
         double loc[5] = {0, 0, 0, 0, 0}, rr, rr0, t0, mine[2];
         long k = 0;
@@ -325,25 +355,13 @@ int hpclab_poisson(MPI_Comm comm, long n, int interleave, long iterations, int r
         MPI_Barrier(t.cart);
         t0 = MPI_Wtime();
         while (k < cap && !(sqrt(rr) <= HPCLAB_POISSON_TOL * sqrt(rr0))) {
-            MPI_Request req[HPCLAB_HALO_REQUESTS];
-            double a = MPI_Wtime(), b, c, d, ee, f, g, h, i, pq, alpha, rrnew;
+            double a = MPI_Wtime(), st[3], b, c, d, ee, f, g, h, i, pq, alpha, rrnew;
 
-            hpclab_halo_start(&t, p, req);
-            b = MPI_Wtime();
-            mine[0] = interleave && lr > 2 ? matvec(p, q, n, 2, lr - 1) : 0.0;
-            c = MPI_Wtime();
-            hpclab_halo_finish(req);
-            if (hpclab_poisson_fault && t.rank == t.size - 1)
-                p[1] += 1.0;
-            d = MPI_Wtime();
-            if (!interleave)
-                mine[0] = matvec(p, q, n, 1, lr);
-            else if (lr > 0) {
-                mine[0] += matvec(p, q, n, 1, 1);
-                if (lr > 1)
-                    mine[0] += matvec(p, q, n, lr, lr);
-            }
+            mine[0] = hpclab_poisson_product(&t, p, q, interleave, st);
             ee = MPI_Wtime();
+            b = st[0];
+            c = st[1];
+            d = st[2];
             MPI_Allreduce(mine, &pq, 1, MPI_DOUBLE, MPI_SUM, t.cart);
             f = MPI_Wtime();
             alpha = rr / pq;

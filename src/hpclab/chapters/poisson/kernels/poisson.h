@@ -44,6 +44,14 @@ enum hpclab_poisson_metric {
 int hpclab_poisson(MPI_Comm comm, long n, int interleave, long iterations, int repetitions,
                    double *uout, double *times, char *errmsg, size_t errlen);
 
+/* q = A p on one rank's block (rows of n + 2 doubles, local[0] + 2 of them) with p's halo
+ * rows exchanged on the way: with interleave, the rows that need no halo while it travels.
+ * The solver's own product, for timing it alone. Returns the rank's part of p.q; stamps
+ * (may be NULL): the times the halo was started, the inner rows were done and the halo
+ * had arrived. Collective on t->cart. */
+double hpclab_poisson_product(const hpclab_topo *t, double *p, double *q, int interleave,
+                              double *stamps);
+
 /* f of report 000 eq. (3.1) and its exact solution u = sin^2(pi x) sin^2(pi y). */
 double hpclab_poisson_f(double x, double y);
 double hpclab_poisson_exact(double x, double y);
