@@ -5,7 +5,7 @@ K_RULE = 'k_cut = {P: sum(q > 1 for q in jx.grid_of("cube", P)) for P in range(1
 
 WRONG = [
     case("one halo plane per rank: only the lower neighbour's", "test_exchange_slab",
-         "differ from the serial sweep",
+         "nothing was received into it",
          ("exchange_slab",
           "    cart.Sendrecv(u[1], dest=lower, sendtag=1, recvbuf=u[-1], source=upper, "
           "recvtag=1)\n", "")),
@@ -14,6 +14,15 @@ WRONG = [
          ("exchange_slab", "    lower, upper = cart.Shift(0, 1)\n",
           "    size, rank = cart.Get_size(), cart.Get_rank()\n"
           "    lower, upper = (rank - 1) % size, (rank + 1) % size\n")),
+    case("the slab's lower and upper halos swapped", "test_exchange_slab",
+         "lower and upper are swapped",
+         ("exchange_slab", "recvbuf=u[-1], source=upper, recvtag=1)",
+          "recvbuf=u[0], source=upper, recvtag=1)"),
+         ("exchange_slab", "recvbuf=u[0], source=lower, recvtag=2)",
+          "recvbuf=u[-1], source=lower, recvtag=2)")),
+    case("a plane sent from the wrong side of the slab", "test_exchange_slab",
+         "should hold the lower neighbour's last plane",
+         ("exchange_slab", "cart.Sendrecv(u[-2], dest=upper", "cart.Sendrecv(u[1], dest=upper")),
     case("the halo of one direction only", "test_exchange_halo", "still held NaN",
          ("exchange_halo", "    for d in range(3):", "    for d in range(1):")),
     case("received into the block's own first and last planes", "test_exchange_halo",

@@ -30,9 +30,12 @@ def _sweeps_on_rank(exchange, nprocs, shape, sweeps, seed):
         unew = u.copy()
         cart = sub.Create_cart([size], periods=[False])
         after_one = None
+        halos = []
         try:
             for step in range(sweeps):
                 exchange(cart, u)
+                if step == 0:
+                    halos = _slab_halos(u, u0, rank, size, first, planes)
                 jacobi.sweep(u, f, unew, w, diag)
                 u, unew = unew, u
                 if step == 0:  # where a wrong halo shows before it spreads
@@ -40,11 +43,80 @@ def _sweeps_on_rank(exchange, nprocs, shape, sweeps, seed):
         finally:
             cart.Free()
         blocks = sub.gather(u[1:-1, 1:-1, 1:-1].copy(), root=0)
+        halos = sub.gather(halos, root=0)
         if rank != 0:
             return {"rank": rank}
         # compared with the serial sweep where the check runs, not here
         return {"rank": 0, "field": np.concatenate(blocks),
-                "after_one": None if after_one is None else np.concatenate(after_one)}
+                "after_one": None if after_one is None else np.concatenate(after_one),
+                "halos": [h for per_rank in halos for h in per_rank]}
+
+
+def _slab_halos(u, u0, rank, size, first, planes):
+    """This rank's halo planes after the first exchange that hold something else than they
+    should: {"rank", "side", "held", "want"}, "held" and "want" a plane of the whole grid
+    (its index), "zeros" (the boundary), "nan" (never filled) or None (no plane of it)."""
+    out = []
+    for side, index, want in (("lower", 0, first - 1 if rank > 0 else "zeros"),
+                              ("upper", -1, first + planes if rank < size - 1 else "zeros")):
+        got = u[index, 1:-1, 1:-1]
+        if np.isnan(got).any():
+            held = "nan"
+        elif not got.any():
+            held = "zeros"
+        else:
+            held = next((j for j in range(u0.shape[0]) if np.array_equal(got, u0[j])), None)
+        if held != want:
+            out.append({"rank": rank, "side": side, "held": held, "want": want})
+    return out
+
+
+def _plane_words(j, shape0, nprocs, rank):
+    """Plane j of the whole grid, named by the rank that holds it, beside rank ``rank``."""
+    from hpclab.kernels.topology import block_range
+
+    if j == "zeros":
+        return "the boundary's zeros"
+    if j == "nan":
+        return "NaN: nothing was received into it"
+    if j is None:
+        return "values that are no plane of the grid"
+    for owner in range(nprocs):
+        start, count = block_range(shape0, nprocs, owner)
+        if start <= j < start + count:
+            local = j - start + 1
+            name = "its own" if owner == rank else \
+                "the lower neighbour's" if owner == rank - 1 else \
+                "the upper neighbour's" if owner == rank + 1 else f"rank {owner}'s"
+            which = "first" if local == 1 else "last" if local == count else None
+            plane = f"{which} plane u[{1 if which == 'first' else -2}]" if which else \
+                f"plane u[{local}]"
+            return f"{name} {plane} (plane {j} of the whole grid)"
+    return f"plane {j} of the whole grid"
+
+
+def _halo_words(halos, shape0, nprocs):
+    """A sentence on the most telling wrong halo of :func:`halo_check`'s ``halos`` (one with
+    a neighbour before one at the grid's edge), and on where its plane went instead."""
+    halo = min(halos, key=lambda h: (h["want"] == "zeros", h["rank"]))
+    r, side = halo["rank"], halo["side"]
+    where = {"lower": "u[0]", "upper": "u[-1]"}
+    text = (f"after your first exchange on {nprocs} ranks, rank {r}'s {side} halo "
+            f"{where[side]} held {_plane_words(halo['held'], shape0, nprocs, r)}; it should "
+            f"hold {_plane_words(halo['want'], shape0, nprocs, r)}")
+    other = next((h for h in halos if h["rank"] == r and h["side"] != side
+                  and h["held"] == halo["want"]), None)
+    if other is not None:
+        return (text + f", which went to its {other['side']} halo {where[other['side']]} "
+                "instead: lower and upper are swapped. The lower halo u[0] takes the lower "
+                "neighbour's last plane, the upper halo u[-1] the upper neighbour's first")
+    if halo["want"] == "zeros":
+        text += (f". Rank {r} has no {side} neighbour: cart.Shift gives MPI.PROC_NULL there, "
+                 "and a Sendrecv with it leaves the halo alone")
+        if halo["held"] not in ("zeros", "nan", None):
+            text += ("; nothing may wrap around from the other end of the grid, and no plane "
+                     "meant for the other halo may land here")
+    return text
 
 
 def halo_check(engines, exchange, nprocs, shape=(12, 8, 6), sweeps=3, seed=0, timeout=60):
@@ -59,14 +131,17 @@ def halo_check(engines, exchange, nprocs, shape=(12, 8, 6), sweeps=3, seed=0, ti
     it one plane further each): ``first_wrong_plane`` (counted in the whole grid from 0), the
     rank that holds it and its index in that rank's ``u`` (``first_wrong_rank``,
     ``first_wrong_local``: ``u[1]`` is a rank's first own plane), and ``halo``, the halo it
-    lies next to (``"lower"``, ``u[0]``; ``"upper"``, ``u[-1]``; else None).
+    lies next to (``"lower"``, ``u[0]``; ``"upper"``, ``u[-1]``; else None); ``halos``, the
+    halo planes that held something else than they should after the first exchange (see
+    ``halo_words``, a sentence on each).
     """
     from hpclab.kernels.topology import block_range
 
     if not 1 <= nprocs <= engines.n:
         raise ValueError(f"nprocs must be between 1 and the {engines.n} engines, got {nprocs}")
     out = {"ok": False, "deadlocked": False, "wrong": 0, "nan": 0, "first_wrong_plane": None,
-           "first_wrong_rank": None, "first_wrong_local": None, "halo": None}
+           "first_wrong_rank": None, "first_wrong_local": None, "halo": None, "halos": [],
+           "halo_words": ""}
     try:
         per_rank = engines.run(_sweeps_on_rank, exchange, int(nprocs), tuple(shape),
                                int(sweeps), int(seed), timeout=timeout,
@@ -84,7 +159,9 @@ def halo_check(engines, exchange, nprocs, shape=(12, 8, 6), sweeps=3, seed=0, ti
         out.update(wrong=int(want.size))
         return out
     bad = ~np.isclose(got, want, rtol=1e-12, atol=1e-12)
-    out.update(ok=not bad.any(), wrong=int(bad.sum()), nan=int(np.isnan(got).sum()))
+    out.update(ok=not bad.any(), wrong=int(bad.sum()), nan=int(np.isnan(got).sum()),
+               halos=list(root["halos"]),
+               halo_words=_halo_words(root["halos"], shape[0], nprocs) if root["halos"] else "")
     if bad.any():
         early = ~np.isclose(np.asarray(root["after_one"], dtype=float),
                             jacobi.serial_sweeps(u0, 1), rtol=1e-12, atol=1e-12)
