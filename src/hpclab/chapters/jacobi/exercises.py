@@ -333,8 +333,8 @@ def _halo_time_on_rank(exchange, nprocs, dims, L, repetitions):
                 u = t.field()
                 u[...] = rng.random(u.shape)
                 calls[impl] = (t.exchange, u)
-            if exchange is not None:
-                calls["yours"] = (lambda u: exchange(cart, u), rng.random((L + 2,) * 3))
+            for name, func in (exchange or {}).items():
+                calls[name] = (lambda u, func=func: func(cart, u), rng.random((L + 2,) * 3))
             times = {name: [] for name in calls}
             for _ in range(repetitions):
                 for name, (call, u) in calls.items():
@@ -354,14 +354,97 @@ def halo_timing(engines, exchange, nprocs, dims, L, repetitions=15, timeout=120)
     barrier and the clock: {"c": [...], "python": [...], "yours": [...]}. "c" and "python" are
     the library's exchanges of the same six faces (:class:`hpclab.kernels.topology.Topology`,
     its face datatypes made once, before any clock; every receive and send posted at once),
-    "yours" is ``exchange(cart, u)``, left out when ``exchange`` is None. The three take turns
+    "yours" is ``exchange(cart, u)``, left out when ``exchange`` is None; ``exchange`` may
+    also be a dict of such functions by name, each timed under its name. All take turns
     within every repetition, so a change in the machine's load falls on all of them alike."""
     from hpclab.exercises import timed_ranks
 
     nprocs = timed_ranks(engines, nprocs)
-    what = "the library's halo exchanges" if exchange is None else "your halo exchange"
+    if callable(exchange):
+        exchange = {"yours": exchange}
+    what = "the library's halo exchanges" if not exchange else "your halo exchange"
     res = engines.run(_halo_time_on_rank, exchange, int(nprocs), tuple(int(d) for d in dims),
                       int(L), int(repetitions), timeout=timeout,
                       what=f"{what} timed on {nprocs} ranks")
     out = next(r for r in res if r is not None and r["rank"] == 0)
     return {k: v for k, v in out.items() if k != "rank"}
+
+
+def names_used(func):
+    """The global and attribute names ``func``'s code uses, with those of the functions
+    defined inside it: which MPI calls an exchange makes, read without running it (from its
+    compiled code, or, for a function known by its source only, such as the grader's proxy
+    of a notebook's function, from that source)."""
+    import ast
+    import textwrap
+    import types
+
+    code = getattr(func, "__code__", None)
+    if code is None:
+        from hpclab.mpicython import source_of
+
+        text = source_of(func)
+        if text is None:
+            raise ValueError(f"{func!r}: neither its code nor its source can be read")
+        tree = ast.parse(textwrap.dedent(text))
+        node = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)
+                     and n.name == getattr(func, "__name__", None)), tree)
+        return {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)} | \
+            {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    names, todo = set(), [code]
+    while todo:
+        code = todo.pop()
+        names |= set(code.co_names)
+        todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return names
+
+
+class _CountedType:
+    """MPI.DOUBLE for a count: the datatypes made from it (Create_subarray), committed and
+    freed; anything else is the real datatype's."""
+
+    def __init__(self, real, counts):
+        self._real, self._counts = real, counts
+
+    def Create_subarray(self, *args, **kwargs):  # noqa: N802 (mpi4py's name)
+        self._counts["made"] += 1
+        return _CountedType(self._real.Create_subarray(*args, **kwargs), self._counts)
+
+    def Commit(self):  # noqa: N802
+        self._counts["committed"] += 1
+        self._real.Commit()
+        return self
+
+    def Free(self):  # noqa: N802
+        self._counts["freed"] += 1
+        self._real.Free()
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+def _types_on_rank(func, L):
+    from mpi4py import MPI
+
+    from hpclab.kernels.api import first_ranks
+
+    with first_ranks(MPI.COMM_WORLD, 1, dims=[1, 1, 1]) as cart:
+        if cart is None:
+            return None
+        counts = {"made": 0, "committed": 0, "freed": 0}
+        real = MPI.DOUBLE
+        setattr(MPI, "DOUBLE", _CountedType(real, counts))  # noqa: B010 (a final name)
+        try:
+            func(cart, np.zeros((L + 2,) * 3))
+        finally:
+            setattr(MPI, "DOUBLE", real)  # noqa: B010
+        return counts
+
+
+def types_counted(engines, func, L=6, timeout=30):
+    """{"made", "committed", "freed"}: the datatypes ``func(cart, u)`` makes from MPI.DOUBLE
+    (``MPI.DOUBLE.Create_subarray``), commits and frees in one call, on one rank with no
+    neighbours (blocks of L points per dimension)."""
+    res = engines.run(_types_on_rank, func, int(L), timeout=timeout,
+                      what="your datatypes counted on one rank")
+    return next(r for r in res if r is not None)
