@@ -446,11 +446,19 @@ def test_export_runs_nothing(hostile, tmp_path):
     work = tmp_path / "copy"
     shutil.copytree(hostile["work"], work, symlinks=True)
     (work / "grades.csv").unlink()
-    t0 = time.monotonic()
+
+    def graded_files():
+        """What grading writes (the submissions as graded, the feedback), with mtimes."""
+        return {str(f.relative_to(work)): f.lstat().st_mtime_ns
+                for part in ("submitted", "autograded", "feedback")
+                for f in (work / part).rglob("*") if f.is_symlink() or f.is_file()}
+
+    before = graded_files()
+    assert before, "the hostile class left nothing graded to compare"
     subprocess.run([sys.executable, str(AUTOGRADER / "grade.py"), "export", "--workdir",
                     str(work), "--source", str(hostile["source"])], check=True,
                    capture_output=True, timeout=120)
-    assert time.monotonic() - t0 < 30
+    assert graded_files() == before, "export wrote into the graded submissions or feedback"
     assert _rows(work)["good"]["score"] == _rows(hostile["work"])["good"]["score"]
 
 
