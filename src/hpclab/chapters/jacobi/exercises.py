@@ -423,6 +423,55 @@ class _CountedType:
         return getattr(self._real, name)
 
 
+COMPLETIONS = ("Wait", "wait", "Test", "test", "Waitall", "waitall", "Waitany", "waitany",
+               "Waitsome", "waitsome", "Testall", "testall", "Testany", "testany", "Testsome",
+               "testsome")
+
+
+def _logged_requests(real, log):
+    """A subclass of MPI.Request that notes each completion call (wait or test, of one or of
+    many) in ``log`` with the number of requests posted so far."""
+
+    def instance(name):
+        def call(self, *args, **kwargs):
+            log.append(("done", len([e for e in log if e == "post"])))
+            return getattr(real, name)(self, *args, **kwargs)
+        return call
+
+    def many(name):
+        def call(cls, requests, *args, **kwargs):
+            log.append(("done", len([e for e in log if e == "post"])))
+            return getattr(real, name)(requests, *args, **kwargs)
+        return classmethod(call)
+
+    body = {n: instance(n) if n.lower() in ("wait", "test") else many(n) for n in COMPLETIONS}
+    return type("Request", (real,), body)
+
+
+class _LoggedCart:
+    """The Cartesian communicator, its non-blocking posts noted in ``log`` and their requests
+    returned as ``requests`` (see :func:`_logged_requests`)."""
+
+    def __init__(self, real, log, requests):
+        self._real, self._log, self._requests = real, log, requests
+
+    def _post(self, name, *args, **kwargs):
+        self._log.append("post")
+        return self._requests(getattr(self._real, name)(*args, **kwargs))
+
+    def Irecv(self, *args, **kwargs):  # noqa: N802 (mpi4py's names)
+        return self._post("Irecv", *args, **kwargs)
+
+    def Isend(self, *args, **kwargs):  # noqa: N802
+        return self._post("Isend", *args, **kwargs)
+
+    def Issend(self, *args, **kwargs):  # noqa: N802
+        return self._post("Issend", *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
 def _types_on_rank(func, L):
     from mpi4py import MPI
 
@@ -432,19 +481,27 @@ def _types_on_rank(func, L):
         if cart is None:
             return None
         counts = {"made": 0, "committed": 0, "freed": 0}
-        real = MPI.DOUBLE
+        log = []
+        real, real_requests = MPI.DOUBLE, MPI.Request
+        requests = _logged_requests(real_requests, log)
         setattr(MPI, "DOUBLE", _CountedType(real, counts))  # noqa: B010 (a final name)
+        setattr(MPI, "Request", requests)  # noqa: B010
         try:
-            func(cart, np.zeros((L + 2,) * 3))
+            func(_LoggedCart(cart, log, requests), np.zeros((L + 2,) * 3))
         finally:
             setattr(MPI, "DOUBLE", real)  # noqa: B010
-        return counts
+            setattr(MPI, "Request", real_requests)  # noqa: B010
+        first = next((e[1] for e in log if e != "post"), None)
+        return {**counts, "posted": log.count("post"), "posted_before_first_wait": first}
 
 
 def types_counted(engines, func, L=6, timeout=30):
-    """{"made", "committed", "freed"}: the datatypes ``func(cart, u)`` makes from MPI.DOUBLE
-    (``MPI.DOUBLE.Create_subarray``), commits and frees in one call, on one rank with no
-    neighbours (blocks of L points per dimension)."""
+    """What one call of ``func(cart, u)`` does on one rank with no neighbours (blocks of L
+    points per dimension): the datatypes it makes from MPI.DOUBLE
+    (``MPI.DOUBLE.Create_subarray``), commits and frees ("made", "committed", "freed"), the
+    requests it posts with ``cart.Irecv``/``Isend`` ("posted"), and how many of them were
+    posted when it first waited for or tested one ("posted_before_first_wait", None when it
+    never did): an exchange that posts everything before it waits has posted them all."""
     res = engines.run(_types_on_rank, func, int(L), timeout=timeout,
                       what="your datatypes counted on one rank")
     return next(r for r in res if r is not None)
