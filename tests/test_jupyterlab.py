@@ -7,6 +7,8 @@ The test fails on a JavaScript error, a widget error on reopening, more engine p
 than one set, and any process left after the kernel is shut down. Screenshots go to
 ``$HPCLAB_SCREENSHOTS`` (default: a temporary folder).
 """
+import http.client
+import json
 import os
 import secrets
 import shutil
@@ -15,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import nbformat
@@ -112,6 +115,30 @@ def _free_port():
         return s.getsockname()[1]
 
 
+def _answers(server, port, token, deadline):
+    """True once this server (still running) answers its status request with its token."""
+    while time.monotonic() < deadline and server.poll() is None:
+        try:
+            with urllib.request.urlopen(
+                    f"http://127.0.0.1:{port}/api/status?token={token}", timeout=5) as reply:
+                if reply.status == 200 and "started" in json.loads(reply.read()):
+                    return server.poll() is None
+        except (OSError, ValueError, http.client.HTTPException):
+            pass
+        time.sleep(0.5)
+    return False
+
+
+def _stop(server):
+    if server.poll() is None:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
 def _index(lab, needle):
     cells = nbformat.read(ROOT / "labs" / lab / f"{lab}.ipynb", as_version=4).cells
     return next(i for i, c in enumerate(cells) if c.cell_type == "code" and needle in c.source)
@@ -139,36 +166,38 @@ def lab_server(tmp_path_factory):
     """JupyterLab on a copy of labs/ (the app exposed to the page so it can be driven)."""
     root = tmp_path_factory.mktemp("jupyterlab")
     shutil.copytree(ROOT / "labs", root / "labs")
-    port, token = _free_port(), secrets.token_hex(12)
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
-           f"--port={port}", f"--IdentityProvider.token={token}",
-           f"--ServerApp.root_dir={root / 'labs'}", "--LabApp.expose_app_in_browser=True",
-           "--ServerApp.open_browser=False",
-           # a workspace and settings of its own: no tabs restored from another session
-           f"--LabApp.workspaces_dir={root / 'workspaces'}",
-           f"--LabApp.user_settings_dir={root / 'settings'}"]
-    if os.geteuid() == 0:
-        cmd.append("--allow-root")
-    log = open(root / "server.log", "w")
+    token = secrets.token_hex(12)
     env = {**os.environ, "HPCLAB_PROFILE": "quick", "HPCLAB_RESULTS_DIR": str(root / "results")}
-    server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
-                              start_new_session=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    log = open(root / "server.log", "w")
+    # The free port is found, then released, then bound by the server: another process
+    # (another worker's controller or mpiexec) can take it in between. The server then exits
+    # and the port answers with something that is not JupyterLab; so the server counts as up
+    # only when it is still running and answers its own token's status request, and it is
+    # started again on another port when it exits.
+    for _ in range(5):
+        port = _free_port()
+        cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
+               f"--port={port}", "--ServerApp.port_retries=0",
+               f"--IdentityProvider.token={token}",
+               f"--ServerApp.root_dir={root / 'labs'}", "--LabApp.expose_app_in_browser=True",
+               "--ServerApp.open_browser=False",
+               # a workspace and settings of its own: no tabs restored from another session
+               f"--LabApp.workspaces_dir={root / 'workspaces'}",
+               f"--LabApp.user_settings_dir={root / 'settings'}"]
+        if os.geteuid() == 0:
+            cmd.append("--allow-root")
+        server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                  start_new_session=True)
+        if _answers(server, port, token, deadline=time.monotonic() + 90):
             break
-        except OSError:
-            time.sleep(0.5)
+        _stop(server)
+    else:
+        log.close()
+        pytest.fail(f"JupyterLab did not start on five ports; see {root / 'server.log'}")
     try:
         yield f"http://127.0.0.1:{port}", token, root
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        _stop(server)
         log.close()
 
 
