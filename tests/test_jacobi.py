@@ -204,3 +204,67 @@ def test_the_slab_check_names_the_rank_and_plane_and_says_when_the_exchange_hang
     hung = exercises.halo_check(engines, _slab_tags_crossed, nprocs=2, timeout=5)
     assert hung["deadlocked"] and not hung["ok"], hung
     assert exercises.halo_check(engines, _slab_from_the_wrong_plane, nprocs=1, timeout=30)["ok"]
+
+
+TYPES_COUNTED = '''
+import json
+from mpi4py import MPI
+from hpclab.chapters.jacobi.exercises import _types_on_rank
+from hpclab.exercises import take_turns
+
+
+def exchange(cart, u, skip_null=False, wait_each_direction=False):
+    sizes, types, requests = list(u.shape), [], []
+    for d in range(3):
+        lower, upper = cart.Shift(d, 1)
+        faces = []
+        for index in (0, 1, sizes[d] - 2, sizes[d] - 1):
+            counts, starts = [n - 2 for n in sizes], [1, 1, 1]
+            counts[d], starts[d] = 1, index
+            faces.append(MPI.DOUBLE.Create_subarray(sizes, counts, starts).Commit())
+        types += faces
+        if not skip_null or upper != MPI.PROC_NULL:
+            requests += [cart.Irecv([u, 1, faces[3]], source=upper, tag=d),
+                         cart.Isend([u, 1, faces[2]], dest=upper, tag=3 + d)]
+        if not skip_null or lower != MPI.PROC_NULL:
+            requests += [cart.Irecv([u, 1, faces[0]], source=lower, tag=3 + d),
+                         cart.Isend([u, 1, faces[1]], dest=lower, tag=d)]
+        if wait_each_direction:
+            MPI.Request.Waitall(requests[-4:])
+    for r in requests:
+        r.Wait()
+    for t in types:
+        t.Free()
+
+
+out = {"all": _types_on_rank(exchange, 4),
+       "skip": _types_on_rank(lambda c, u: exchange(c, u, skip_null=True), 4),
+       "each": _types_on_rank(lambda c, u: exchange(c, u, wait_each_direction=True), 4),
+       "none": _types_on_rank(lambda c, u: None, 4)}
+order = []
+times = take_turns(MPI.COMM_WORLD, {"a": lambda: order.append("a"),
+                                    "b": lambda: order.append("b")}, 3, warmup=2)
+out["order"], out["times"] = order, times
+print(json.dumps(out))
+'''
+
+
+def test_the_posted_exchanges_count_reads_what_one_call_made_posted_and_waited():
+    """The check of Jacobi's posted exchange counts, on a rank that is its own neighbour in
+    every direction, the datatypes made from a real MPI.DOUBLE (a counting subclass, so a
+    real message can carry them), the requests posted and how many were posted at the first
+    wait; an exchange that skips MPI.PROC_NULL counts the same; the shared turn-taking timer
+    times each call once per repetition after the untimed rounds."""
+    import json
+
+    r = launch.mpirun([sys.executable, "-c", TYPES_COUNTED], n=1, timeout=60,
+                      what="the posted exchange counted")
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    whole = {"made": 12, "committed": 12, "freed": 12, "posted": 12,
+             "posted_before_first_wait": 12}
+    assert out["all"] == whole and out["skip"] == whole
+    assert out["each"]["posted_before_first_wait"] == 4 and out["each"]["posted"] == 12
+    assert out["none"]["posted"] == 0 and out["none"]["posted_before_first_wait"] is None
+    assert out["order"] == ["a", "b"] * 5
+    assert [len(out["times"][k]) for k in "ab"] == [3, 3]
+    assert all(t >= 0 for k in "ab" for t in out["times"][k])

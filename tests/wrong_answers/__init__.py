@@ -1,7 +1,8 @@
 """The common wrong answers of each lab, one module per lab (named for it): each module's
 ``WRONG`` lists cases made by :func:`case`. A case is an edit of the solution's answer cells,
 the graded cell it must fail (``loses``) and words the failing check must say (``says``, in
-its AssertionError); every other graded cell must still pass (tests/test_wrong_answers.py,
+its AssertionError); every other graded cell must still pass. A case made by :func:`right` is
+another right answer, which must lose nothing (tests/test_wrong_answers.py,
 which leaves half the labs to tests/test_wrong_answers_second.py). An edit is
 ``(answer cell's grade_id, old text, new text)``."""
 import importlib
@@ -13,6 +14,13 @@ def case(why, loses, says, *edits, unless=None):
     answer the right one (two measured numbers that coincide): then it may lose nothing."""
     return {"why": why, "loses": [loses], "says": says, "says_each": [says],
             "edits": list(edits), "unless": unless}
+
+
+def right(why, *edits):
+    """Another right answer (a way the text allows that the solution does not take): its
+    edits must lose no points."""
+    return {"why": why, "loses": [], "says": "", "says_each": [], "edits": list(edits),
+            "unless": None}
 
 
 def case_losing(why, says_by_check, *edits):

@@ -1,5 +1,5 @@
 """The Jacobi lab's common wrong answers (see tests/wrong_answers/__init__.py)."""
-from wrong_answers import case, judged_term_cases
+from wrong_answers import case, judged_term_cases, right
 
 K_RULE = 'k_cut = {P: sum(q > 1 for q in jx.grid_of("cube", P)) for P in range(1, 9)}'
 
@@ -109,6 +109,24 @@ WRONG = [
          ("exchange_nb", "                     cart.Isend([u, 1, last], dest=upper, tag=3 + d)]\n",
           "                     cart.Isend([u, 1, last], dest=upper, tag=3 + d)]\n"
           "        MPI.Request.Waitall(requests[-4:])\n")),
+    case("the posted exchange that never waits", "test_exchange_nb", "never waited",
+         ("exchange_nb", "    MPI.Request.Waitall(requests)\n    for t in types:",
+          "    for t in types:")),
+    right("the posted exchange waiting for each request in turn, after posting all",
+          ("exchange_nb", "    MPI.Request.Waitall(requests)\n",
+           "    for r in requests:\n        r.Wait()\n")),
+    right("the posted exchange skipping MPI.PROC_NULL neighbours",
+          ("exchange_nb",
+           "        requests += [cart.Irecv([u, 1, halo_high], source=upper, tag=d),\n"
+           "                     cart.Irecv([u, 1, halo_low], source=lower, tag=3 + d),\n"
+           "                     cart.Isend([u, 1, first], dest=lower, tag=d),\n"
+           "                     cart.Isend([u, 1, last], dest=upper, tag=3 + d)]\n",
+           "        if upper != MPI.PROC_NULL:\n"
+           "            requests += [cart.Irecv([u, 1, halo_high], source=upper, tag=d),\n"
+           "                         cart.Isend([u, 1, last], dest=upper, tag=3 + d)]\n"
+           "        if lower != MPI.PROC_NULL:\n"
+           "            requests += [cart.Irecv([u, 1, halo_low], source=lower, tag=3 + d),\n"
+           "                         cart.Isend([u, 1, first], dest=lower, tag=d)]\n")),
     case("datatypes made but never freed", "test_exchange_nb", "freed 0",
          ("exchange_nb", "MPI.DOUBLE.Create_subarray(sizes, counts, starts).Commit().Free()",
           "MPI.DOUBLE.Create_subarray(sizes, counts, starts).Commit()")),

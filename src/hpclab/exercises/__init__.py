@@ -51,6 +51,55 @@ def timed_ranks(engines, nprocs):
     return int(nprocs)
 
 
+def take_turns(comm, calls, repetitions, warmup=1):
+    """Seconds of each of ``calls`` (name -> function of no arguments, called on every rank
+    of ``comm``), the slowest rank's, each call alone between a barrier and the clock; the
+    calls take turns within every repetition, so a change in the machine's load falls on all
+    of them alike. ``warmup`` rounds first are not timed (pages first touched, datatypes and
+    caches first made). {name: [seconds of each repetition]}."""
+    from mpi4py import MPI
+
+    times: dict = {name: [] for name in calls}
+    for r in range(warmup + repetitions):
+        for name, call in calls.items():
+            comm.Barrier()
+            t0 = MPI.Wtime()
+            call()
+            dt = comm.allreduce(MPI.Wtime() - t0, op=MPI.MAX)
+            if r >= warmup:
+                times[name].append(dt)
+    return times
+
+
+def names_used(func):
+    """The global and attribute names ``func``'s code uses, with those of the functions
+    defined inside it: which calls a student's function makes, read without running it (from
+    its compiled code, or, for a function known by its source only, such as the grader's proxy
+    of a notebook's function, from that source)."""
+    import ast
+    import textwrap
+    import types
+
+    code = getattr(func, "__code__", None)
+    if code is None:
+        from hpclab.mpicython import source_of
+
+        text = source_of(func)
+        if text is None:
+            raise ValueError(f"{func!r}: neither its code nor its source can be read")
+        tree = ast.parse(textwrap.dedent(text))
+        node = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)
+                     and n.name == getattr(func, "__name__", None)), tree)
+        return {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)} | \
+            {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    names, todo = set(), [code]
+    while todo:
+        code = todo.pop()
+        names |= set(code.co_names)
+        todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return names
+
+
 DERIVED = "derived datatype"  # CountingComm's count of calls given a derived datatype
 
 

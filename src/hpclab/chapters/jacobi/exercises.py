@@ -133,7 +133,7 @@ def halo_check(engines, exchange, nprocs, shape=(12, 8, 6), sweeps=3, seed=0, ti
     ``first_wrong_local``: ``u[1]`` is a rank's first own plane), and ``halo``, the halo it
     lies next to (``"lower"``, ``u[0]``; ``"upper"``, ``u[-1]``; else None); ``halos``, the
     halo planes that held something else than they should after the first exchange (see
-    ``halo_words``, a sentence on each).
+    ``halo_words``, one sentence on the most telling of them).
     """
     from hpclab.kernels.topology import block_range
 
@@ -317,6 +317,7 @@ def cube_halo_check(engines, exchange, nprocs, dims, shape=(9, 8, 7), sweeps=3, 
 def _halo_time_on_rank(exchange, nprocs, dims, L, repetitions):
     from mpi4py import MPI
 
+    from hpclab.exercises import take_turns
     from hpclab.kernels.api import first_ranks
     from hpclab.kernels.topology import Topology
 
@@ -335,13 +336,8 @@ def _halo_time_on_rank(exchange, nprocs, dims, L, repetitions):
                 calls[impl] = (t.exchange, u)
             for name, func in (exchange or {}).items():
                 calls[name] = (lambda u, func=func: func(cart, u), rng.random((L + 2,) * 3))
-            times = {name: [] for name in calls}
-            for _ in range(repetitions):
-                for name, (call, u) in calls.items():
-                    cart.Barrier()
-                    t0 = MPI.Wtime()
-                    call(u)
-                    times[name].append(cart.allreduce(MPI.Wtime() - t0, op=MPI.MAX))
+            times = take_turns(cart, {name: (lambda call=call, u=u: call(u))
+                                      for name, (call, u) in calls.items()}, repetitions)
         finally:
             for t in tops:
                 t.free()
@@ -370,57 +366,26 @@ def halo_timing(engines, exchange, nprocs, dims, L, repetitions=15, timeout=120)
     return {k: v for k, v in out.items() if k != "rank"}
 
 
-def names_used(func):
-    """The global and attribute names ``func``'s code uses, with those of the functions
-    defined inside it: which MPI calls an exchange makes, read without running it (from its
-    compiled code, or, for a function known by its source only, such as the grader's proxy
-    of a notebook's function, from that source)."""
-    import ast
-    import textwrap
-    import types
+def _counted_type(real, counts):
+    """MPI.DOUBLE as a real MPI.Datatype that counts the datatypes made from it
+    (Create_subarray), committed and freed in ``counts``; the datatypes it makes count too."""
+    from mpi4py import MPI
 
-    code = getattr(func, "__code__", None)
-    if code is None:
-        from hpclab.mpicython import source_of
+    class Counted(MPI.Datatype):
+        def Create_subarray(self, *args, **kwargs):  # noqa: N802 (mpi4py's names)
+            counts["made"] += 1
+            return Counted(super().Create_subarray(*args, **kwargs))
 
-        text = source_of(func)
-        if text is None:
-            raise ValueError(f"{func!r}: neither its code nor its source can be read")
-        tree = ast.parse(textwrap.dedent(text))
-        node = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)
-                     and n.name == getattr(func, "__name__", None)), tree)
-        return {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)} | \
-            {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-    names, todo = set(), [code]
-    while todo:
-        code = todo.pop()
-        names |= set(code.co_names)
-        todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
-    return names
+        def Commit(self):  # noqa: N802
+            counts["committed"] += 1
+            super().Commit()
+            return self
 
+        def Free(self):  # noqa: N802
+            counts["freed"] += 1
+            super().Free()
 
-class _CountedType:
-    """MPI.DOUBLE for a count: the datatypes made from it (Create_subarray), committed and
-    freed; anything else is the real datatype's."""
-
-    def __init__(self, real, counts):
-        self._real, self._counts = real, counts
-
-    def Create_subarray(self, *args, **kwargs):  # noqa: N802 (mpi4py's name)
-        self._counts["made"] += 1
-        return _CountedType(self._real.Create_subarray(*args, **kwargs), self._counts)
-
-    def Commit(self):  # noqa: N802
-        self._counts["committed"] += 1
-        self._real.Commit()
-        return self
-
-    def Free(self):  # noqa: N802
-        self._counts["freed"] += 1
-        self._real.Free()
-
-    def __getattr__(self, name):
-        return getattr(self._real, name)
+    return Counted(real)
 
 
 COMPLETIONS = ("Wait", "wait", "Test", "test", "Waitall", "waitall", "Waitany", "waitany",
@@ -475,33 +440,35 @@ class _LoggedCart:
 def _types_on_rank(func, L):
     from mpi4py import MPI
 
-    from hpclab.kernels.api import first_ranks
-
-    with first_ranks(MPI.COMM_WORLD, 1, dims=[1, 1, 1]) as cart:
-        if cart is None:
-            return None
-        counts = {"made": 0, "committed": 0, "freed": 0}
-        log = []
-        real, real_requests = MPI.DOUBLE, MPI.Request
-        requests = _logged_requests(real_requests, log)
-        setattr(MPI, "DOUBLE", _CountedType(real, counts))  # noqa: B010 (a final name)
-        setattr(MPI, "Request", requests)  # noqa: B010
-        try:
-            func(_LoggedCart(cart, log, requests), np.zeros((L + 2,) * 3))
-        finally:
-            setattr(MPI, "DOUBLE", real)  # noqa: B010
-            setattr(MPI, "Request", real_requests)  # noqa: B010
-        first = next((e[1] for e in log if e != "post"), None)
-        return {**counts, "posted": log.count("post"), "posted_before_first_wait": first}
+    if MPI.COMM_WORLD.Get_rank() != 0:
+        return None
+    # one rank, periodic in every direction: each of the six neighbours is the rank itself,
+    # so every face is a real message (an exchange that skips MPI.PROC_NULL posts them all)
+    cart = MPI.COMM_SELF.Create_cart([1, 1, 1], periods=[True] * 3)
+    counts = {"made": 0, "committed": 0, "freed": 0}
+    log = []
+    real, real_requests = MPI.DOUBLE, MPI.Request
+    requests = _logged_requests(real_requests, log)
+    setattr(MPI, "DOUBLE", _counted_type(real, counts))  # noqa: B010 (a final name)
+    setattr(MPI, "Request", requests)  # noqa: B010
+    try:
+        func(_LoggedCart(cart, log, requests), np.zeros((L + 2,) * 3))
+    finally:
+        setattr(MPI, "DOUBLE", real)  # noqa: B010
+        setattr(MPI, "Request", real_requests)  # noqa: B010
+        cart.Free()
+    first = next((e[1] for e in log if e != "post"), None)
+    return {**counts, "posted": log.count("post"), "posted_before_first_wait": first}
 
 
 def types_counted(engines, func, L=6, timeout=30):
-    """What one call of ``func(cart, u)`` does on one rank with no neighbours (blocks of L
-    points per dimension): the datatypes it makes from MPI.DOUBLE
-    (``MPI.DOUBLE.Create_subarray``), commits and frees ("made", "committed", "freed"), the
-    requests it posts with ``cart.Irecv``/``Isend`` ("posted"), and how many of them were
-    posted when it first waited for or tested one ("posted_before_first_wait", None when it
-    never did): an exchange that posts everything before it waits has posted them all."""
+    """What one call of ``func(cart, u)`` does on one rank that is its own neighbour in every
+    direction (a periodic grid of one; blocks of L points per dimension): the datatypes it
+    makes from MPI.DOUBLE (``MPI.DOUBLE.Create_subarray``), commits and frees ("made",
+    "committed", "freed"), the requests it posts with ``cart.Irecv``/``Isend`` ("posted"), and
+    how many of them were posted when it first waited for or tested one
+    ("posted_before_first_wait", None when it never did): an exchange that posts everything
+    before it waits has posted them all."""
     res = engines.run(_types_on_rank, func, int(L), timeout=timeout,
                       what="your datatypes counted on one rank")
     return next(r for r in res if r is not None)

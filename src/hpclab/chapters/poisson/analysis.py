@@ -187,8 +187,9 @@ def predict(df, lam, bandwidth, stream_gbs):
     interval. The model is the C solver's: a sweep that also ran the Python one (a lab's) is
     read for C alone."""
     rows = []
-    strong = lambda w: (w["kind"] == "strong") & w["interleave"] & (w["impl"] == "c")  # noqa: E731
-    for (n, p), _ in wide(df)[strong].groupby(["n", "nprocs"]):
+    w = wide(df)
+    strong = w[(w["kind"] == "strong") & w["interleave"] & (w["impl"] == "c")]
+    for (n, p), _ in strong.groupby(["n", "nprocs"]):
         s = samples(df, "iteration", kind="strong", impl="c", n=n, nprocs=p, interleave=True)
         total, memory, reduce, halo = predicted_iteration(n, p, lam, bandwidth, stream_gbs)
         wa = predicted_iteration(n, p, lam, bandwidth, stream_gbs, BYTES_WA)[0]

@@ -270,6 +270,7 @@ def _time_parts_on_rank(dot, apply_A, nprocs, n, repetitions):
 
     from hpclab.chapters.poisson.kernels._poisson import Product
     from hpclab.chapters.poisson.kernels._python import product
+    from hpclab.exercises import take_turns
     from hpclab.kernels.api import first_ranks
     from hpclab.kernels.topology import Topology
 
@@ -292,15 +293,7 @@ def _time_parts_on_rank(dot, apply_A, nprocs, n, repetitions):
             if apply_A is not None:
                 calls["apply_A"] = lambda: apply_A(cart, p_yours)
                 calls["dot"] = lambda: dot(cart, p_yours, p_yours)
-            times = {name: [] for name in calls}
-            for r in range(repetitions + 1):  # the first round untimed: pages first touched
-                for name, call in calls.items():
-                    cart.Barrier()
-                    t0 = MPI.Wtime()
-                    call()
-                    dt = cart.allreduce(MPI.Wtime() - t0, op=MPI.MAX)
-                    if r:
-                        times[name].append(dt)
+            times = take_turns(cart, calls, repetitions)
         finally:
             c_product.free()
             if top is not None:
