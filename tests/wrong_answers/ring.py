@@ -144,6 +144,12 @@ WRONG = [
          ("prediction", "= 1 * pp_latency_us", "= 2 * pp_latency_us")),
     case("the ordered step as two latencies", "test_prediction", "two turns",
          ("prediction", "= 4 * pp_latency_us", "= 2 * pp_latency_us")),
+    case("the ordered step as three turns per direction (an odd ring)", "test_prediction",
+         "two turns per direction",
+         ("prediction", "= 4 * pp_latency_us", "= 6 * pp_latency_us")),
+    case("the ordered step's two directions sharing a turn", "test_prediction",
+         "do not share a turn",
+         ("prediction", "= 4 * pp_latency_us", "= 3 * pp_latency_us")),
     # off by a relative 2e-4, not round(): a latency measured in whole nanoseconds over a batch
     # can round to itself and lose nothing
     case("the prediction typed in, off in the fourth digit", "test_prediction",
