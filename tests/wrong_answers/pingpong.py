@@ -22,6 +22,9 @@ WRONG = [
          ("pingpong_loop", """            comm.Recv(recvbuf, source=0, tag=0)
             comm.Send(sendbuf, dest=0, tag=0)""",
           "            comm.Sendrecv(sendbuf, dest=0, sendtag=0, recvbuf=recvbuf, source=0)")),
+    case("rank 1's branch taken by every rank above 0 (else:)", "test_pingpong_loop",
+         "rank 2 of 3",
+         ("pingpong_loop", "    elif rank == 1:\n", "    else:\n")),
     case("one round trip too few", "test_pingpong_loop", "not 20 each",
          ("pingpong_loop", "for _ in range(iterations):", "for _ in range(iterations - 1):")),
     case("timed with time.perf_counter, not MPI.Wtime", "test_pingpong_loop",
@@ -93,6 +96,10 @@ WRONG = [
           "                MPI_Send(send, n, MPI_BYTE, 0, 0, c)",
           "                MPI_Send(send, n, MPI_BYTE, 0, 0, c)\n"
           "                MPI_Recv(recv, n, MPI_BYTE, 0, 0, c, MPI_STATUS_IGNORE)")),
+    case("the Cython loop's rank 1 branch taken by every rank above 0 (else:)",
+         "test_pingpong_loop_cy", "rank 2 of 3",
+         ("pingpong_loop_cy", "        elif rank == 1:\n            for i in range(iterations):",
+          "        else:\n            for i in range(iterations):")),
     case("the Cython loop's rank 1 answers with recv", "test_pingpong_loop_cy",
          "its own message back",
          ("pingpong_loop_cy", "                MPI_Send(send, n, MPI_BYTE, 0, 0, c)",

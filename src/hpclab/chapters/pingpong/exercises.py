@@ -113,18 +113,16 @@ PICKLE_CALLS = {"send", "recv", "isend", "irecv", "sendrecv", "ssend", "issend"}
 
 def pickle_calls(func):
     """The pickle API's point-to-point calls (``comm.send``, ``comm.recv``...) a function
-    names, read from its compiled code (so it works wherever the function runs, without its
-    source): a loop that should use the buffer API (``Send``, ``Recv``) but does not. Such a
-    loop is not run by the checks: one side pickling while the other waits on a buffer
-    would block until the timeout."""
-    names, todo = set(), [getattr(func, "__code__", None)]
-    while todo:
-        code = todo.pop()
-        if code is None:
-            continue
-        names |= set(code.co_names)
-        todo += [c for c in code.co_consts if hasattr(c, "co_names")]
-    return sorted(names & PICKLE_CALLS)
+    names (:func:`hpclab.exercises.names_used`; none for a function whose code and source
+    cannot be read as Python, a compiled one): a loop that should use the buffer API
+    (``Send``, ``Recv``) but does not. Such a loop is not run by the checks: one side pickling
+    while the other waits on a buffer would block until the timeout."""
+    from hpclab.exercises import names_used
+
+    try:
+        return sorted(names_used(func) & PICKLE_CALLS)
+    except (ValueError, SyntaxError):
+        return []
 
 
 def pingpong_check(engines, loop, nbytes, iterations=100, timeout=60, seed=3, guarded=False):
@@ -493,6 +491,67 @@ def _rounds_on_rank(loop, nbytes, iterations):
         return count
     finally:
         comm.Free()
+
+
+# the point-to-point calls a rank can make through mpi4py: as rank 2 of 3 a ping-pong loop
+# makes none of them
+POINT_TO_POINT = ("Send", "Recv", "Ssend", "Bsend", "Rsend", "Isend", "Irecv", "Issend",
+                  "Sendrecv", "Sendrecv_replace", "Probe", "Iprobe", "Mprobe", "Improbe",
+                  "send", "recv", "ssend", "bsend", "isend", "irecv", "issend", "sendrecv",
+                  "probe", "iprobe", "mprobe", "improbe")
+THIRD_TIMEOUT = 10  # seconds a loop may take as rank 2 of 3: a correct one returns at once
+
+
+class _Stopped(Exception):
+    """Raised at the loop's first point-to-point call as rank 2 of 3 (never reaches it)."""
+
+
+def _third_rank_on_rank(loop, nbytes, iterations):
+    """Runs on every engine: on rank 1, ``loop`` given a communicator that says it is rank 2
+    of 3 (a duplicate of MPI.COMM_SELF underneath, so its barrier returns at once); its first
+    point-to-point call through mpi4py is noted and stops it. A compiled loop calls MPI's C
+    functions on the handle instead, and a receive from rank 0 of one rank waits: the check
+    tells that from the timeout. Rank 1's ``{"calls": [...]}``; None on the other ranks."""
+    from mpi4py import MPI
+
+    if MPI.COMM_WORLD.Get_rank() != 1:
+        return None
+    calls = []
+
+    def noted(name):
+        def call(self, *args, **kwargs):
+            calls.append(name)
+            raise _Stopped(name)
+        return call
+
+    body = {name: noted(name) for name in POINT_TO_POINT}
+    body.update(Get_rank=lambda self: 2, Get_size=lambda self: 3,
+                rank=property(lambda self: 2), size=property(lambda self: 3))
+    third = type("Intracomm", (MPI.Intracomm,), body)
+    real = MPI.COMM_SELF.Dup()
+    try:
+        loop(third(real), np.full(nbytes, 1, np.uint8), np.zeros(nbytes, np.uint8),
+             iterations)
+    except _Stopped:
+        pass
+    finally:
+        real.Free()
+    return {"calls": calls}
+
+
+def third_rank_check(engines, loop, timeout=THIRD_TIMEOUT):
+    """What ``loop`` does when it runs as rank 2 of 3, where a ping-pong's rank has nothing
+    to do: ``calls``, the point-to-point calls it made through mpi4py (it is stopped at the
+    first), and ``finished``, False when it did not return within ``timeout`` seconds (a
+    compiled loop that receives from rank 0: fresh engines start with the next call), and
+    that ``timeout``."""
+    try:
+        res = engines.run(_third_rank_on_rank, loop, 64, 3, timeout=timeout,
+                          what="your loop as rank 2 of 3")
+    except TimeoutError:
+        return {"calls": [], "finished": False, "timeout": timeout}
+    return {"calls": next(r for r in res if r is not None)["calls"], "finished": True,
+            "timeout": timeout}
 
 
 def cython_loop_check(engines, loop, iterations=200, timeout=30, seed=11):
