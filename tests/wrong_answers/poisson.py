@@ -1,5 +1,11 @@
 """The Poisson lab's common wrong answers (see tests/wrong_answers/__init__.py)."""
-from wrong_answers import case, judged_term_cases
+from wrong_answers import case, judged_term_cases, right
+
+# the overlapped product's four posts, as the solution writes them
+POSTS = ("    requests = [cart.Irecv(p[-1], source=upper, tag=1), "
+         "cart.Irecv(p[0], source=lower, tag=2),\n"
+         "                cart.Isend(p[1], dest=lower, tag=1), "
+         "cart.Isend(p[-2], dest=upper, tag=2)]\n")
 
 WRONG = [
     case("the dot product of a rank's own rows", "test_cg", "own rows only",
@@ -114,5 +120,47 @@ WRONG = [
          "take away the Python product",
          ("beside_c_split", 'mine_extra_ms = _ms["apply_A"] - _ms["python"]',
           'mine_extra_ms = _ms["apply_A"] - _ms["c"]')),
+    case("the overlapped product with Sendrecv", "test_overlap", "waits for its message",
+         ("overlap", POSTS,
+          "    cart.Sendrecv(p[1], dest=lower, sendtag=1, recvbuf=p[-1], source=upper, "
+          "recvtag=1)\n"
+          "    cart.Sendrecv(p[-2], dest=upper, sendtag=2, recvbuf=p[0], source=lower, "
+          "recvtag=2)\n    requests = []\n")),
+    case("the inner rows computed after the wait", "test_overlap", "while the messages travelled",
+         ("overlap", "    MPI.Request.Waitall(requests)\n    for i in (1, -2):",
+          "    for i in (1, -2):"),
+         ("overlap", "    q = np.zeros_like(p)\n",
+          "    MPI.Request.Waitall(requests)\n    q = np.zeros_like(p)\n")),
+    case("the first and last rows computed before the wait", "test_overlap",
+         "first or last row is wrong",
+         ("overlap", "    MPI.Request.Waitall(requests)\n    for i in (1, -2):",
+          "    for i in (1, -2):"),
+         ("overlap", "    return q\n", "    MPI.Request.Waitall(requests)\n    return q\n")),
+    case("the overlapped product that never waits", "test_overlap", "never waited",
+         ("overlap", "    MPI.Request.Waitall(requests)\n", "")),
+    right("the overlapped product waiting for each request in turn",
+          ("overlap", "    MPI.Request.Waitall(requests)\n",
+           "    for r in requests:\n        r.Wait()\n")),
+    case("the overlap's saving as one message", "test_predict_overlap", "that is one message",
+         ("predict_overlap", "(2 * (lam + 8 * (N_pred + 2) / B) if P_top",
+          "((lam + 8 * (N_pred + 2) / B) if P_top")),
+    case("a halo row without its boundary columns", "test_predict_overlap", "N + 2 doubles",
+         ("predict_overlap", "8 * (N_pred + 2) / B) if P_top", "8 * N_pred / B) if P_top")),
+    case("the overlap's saving upside down", "test_overlap_split", "upside down",
+         ("overlap_split",
+          'float(np.median(overlap["apply_A"]) - np.median(overlap["overlap"])) * 1e3',
+          'float(np.median(overlap["overlap"]) - np.median(overlap["apply_A"])) * 1e3')),
+    case("the overlap's ratio upside down", "test_overlap_split", "overlap_ratio is upside down",
+         ("overlap_split", 'exercises.ratio_interval(overlap["overlap"],\n'
+          '                                                                    overlap["apply_A"])',
+          'exercises.ratio_interval(overlap["apply_A"], overlap["overlap"])')),
+    case("the verdict from the ratio alone", "test_overlap_split", "holds 1",
+         ("overlap_split", 'if not (np.isfinite(overlap_low) and np.isfinite(overlap_high)):',
+          'if overlap_ratio < 1:\n    overlap_verdict = "saved"\nelif True:\n'
+          '    overlap_verdict = "cost"\nelif False:'),
+         unless="not (overlap_low < 1 < overlap_high)"),
+    case("the prediction over the saving", "test_overlap_split", "not the other way round",
+         ("overlap_split", "(overlap_saved_ms / predicted_overlap_saving_ms",
+          "(predicted_overlap_saving_ms / overlap_saved_ms")),
     *judged_term_cases("which_part", "test_which_part"),
 ]

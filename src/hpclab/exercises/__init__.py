@@ -100,6 +100,64 @@ def names_used(func):
     return names
 
 
+COMPLETIONS = ("Wait", "wait", "Test", "test", "Waitall", "waitall", "Waitany", "waitany",
+               "Waitsome", "waitsome", "Testall", "testall", "Testany", "testany", "Testsome",
+               "testsome")
+
+
+def logged_requests(real, log, on_wait=None):
+    """A subclass of MPI.Request (``real``) that notes each completion call (wait or test, of
+    one or of many) in ``log`` as ``("done", requests posted so far)``, after calling
+    ``on_wait()`` when given (before the real completion runs)."""
+
+    def noted():
+        log.append(("done", log.count("post")))
+        if on_wait is not None:
+            on_wait()
+
+    def instance(name):
+        def call(self, *args, **kwargs):
+            noted()
+            return getattr(real, name)(self, *args, **kwargs)
+        return call
+
+    def many(name):
+        def call(cls, requests, *args, **kwargs):
+            noted()
+            return getattr(real, name)(requests, *args, **kwargs)
+        return classmethod(call)
+
+    body = {n: instance(n) if n.lower() in ("wait", "test") else many(n) for n in COMPLETIONS}
+    return type("Request", (real,), body)
+
+
+class LoggedComm:
+    """A communicator whose non-blocking posts (Irecv, Isend, Issend) are noted in ``log`` as
+    ``"post"``, after calling ``on_post()`` when given, their requests returned as
+    ``requests`` (a :func:`logged_requests` class); anything else is the real one's."""
+
+    def __init__(self, real, log, requests, on_post=None):
+        self._real, self._log, self._requests, self._on_post = real, log, requests, on_post
+
+    def _post(self, name, *args, **kwargs):
+        if self._on_post is not None:
+            self._on_post()
+        self._log.append("post")
+        return self._requests(getattr(self._real, name)(*args, **kwargs))
+
+    def Irecv(self, *args, **kwargs):  # noqa: N802 (mpi4py's names)
+        return self._post("Irecv", *args, **kwargs)
+
+    def Isend(self, *args, **kwargs):  # noqa: N802
+        return self._post("Isend", *args, **kwargs)
+
+    def Issend(self, *args, **kwargs):  # noqa: N802
+        return self._post("Issend", *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
 DERIVED = "derived datatype"  # CountingComm's count of calls given a derived datatype
 
 

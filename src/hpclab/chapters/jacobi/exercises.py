@@ -388,57 +388,10 @@ def _counted_type(real, counts):
     return Counted(real)
 
 
-COMPLETIONS = ("Wait", "wait", "Test", "test", "Waitall", "waitall", "Waitany", "waitany",
-               "Waitsome", "waitsome", "Testall", "testall", "Testany", "testany", "Testsome",
-               "testsome")
-
-
-def _logged_requests(real, log):
-    """A subclass of MPI.Request that notes each completion call (wait or test, of one or of
-    many) in ``log`` with the number of requests posted so far."""
-
-    def instance(name):
-        def call(self, *args, **kwargs):
-            log.append(("done", len([e for e in log if e == "post"])))
-            return getattr(real, name)(self, *args, **kwargs)
-        return call
-
-    def many(name):
-        def call(cls, requests, *args, **kwargs):
-            log.append(("done", len([e for e in log if e == "post"])))
-            return getattr(real, name)(requests, *args, **kwargs)
-        return classmethod(call)
-
-    body = {n: instance(n) if n.lower() in ("wait", "test") else many(n) for n in COMPLETIONS}
-    return type("Request", (real,), body)
-
-
-class _LoggedCart:
-    """The Cartesian communicator, its non-blocking posts noted in ``log`` and their requests
-    returned as ``requests`` (see :func:`_logged_requests`)."""
-
-    def __init__(self, real, log, requests):
-        self._real, self._log, self._requests = real, log, requests
-
-    def _post(self, name, *args, **kwargs):
-        self._log.append("post")
-        return self._requests(getattr(self._real, name)(*args, **kwargs))
-
-    def Irecv(self, *args, **kwargs):  # noqa: N802 (mpi4py's names)
-        return self._post("Irecv", *args, **kwargs)
-
-    def Isend(self, *args, **kwargs):  # noqa: N802
-        return self._post("Isend", *args, **kwargs)
-
-    def Issend(self, *args, **kwargs):  # noqa: N802
-        return self._post("Issend", *args, **kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self._real, name)
-
-
 def _types_on_rank(func, L):
     from mpi4py import MPI
+
+    from hpclab.exercises import LoggedComm, logged_requests
 
     if MPI.COMM_WORLD.Get_rank() != 0:
         return None
@@ -448,11 +401,11 @@ def _types_on_rank(func, L):
     counts = {"made": 0, "committed": 0, "freed": 0}
     log = []
     real, real_requests = MPI.DOUBLE, MPI.Request
-    requests = _logged_requests(real_requests, log)
+    requests = logged_requests(real_requests, log)
     setattr(MPI, "DOUBLE", _counted_type(real, counts))  # noqa: B010 (a final name)
     setattr(MPI, "Request", requests)  # noqa: B010
     try:
-        func(_LoggedCart(cart, log, requests), np.zeros((L + 2,) * 3))
+        func(LoggedComm(cart, log, requests), np.zeros((L + 2,) * 3))
     finally:
         setattr(MPI, "DOUBLE", real)  # noqa: B010
         setattr(MPI, "Request", real_requests)  # noqa: B010

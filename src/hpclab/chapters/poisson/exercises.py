@@ -265,7 +265,7 @@ def poisson_check(engines, dot, apply_A, cg, nprocs, n=24, seed=0, timeout=60):
     return out
 
 
-def _time_parts_on_rank(dot, apply_A, nprocs, n, repetitions):
+def _time_parts_on_rank(dot, apply_A, nprocs, n, repetitions, more=None):
     from mpi4py import MPI
 
     from hpclab.chapters.poisson.kernels._poisson import Product
@@ -293,6 +293,8 @@ def _time_parts_on_rank(dot, apply_A, nprocs, n, repetitions):
             if apply_A is not None:
                 calls["apply_A"] = lambda: apply_A(cart, p_yours)
                 calls["dot"] = lambda: dot(cart, p_yours, p_yours)
+            for name, func in (more or {}).items():
+                calls[name] = lambda func=func: func(cart, p_yours)
             times = take_turns(cart, calls, repetitions)
         finally:
             c_product.free()
@@ -301,14 +303,15 @@ def _time_parts_on_rank(dot, apply_A, nprocs, n, repetitions):
         return {"rank": rank, **times}
 
 
-def parts_timing(engines, dot, apply_A, nprocs, n, repetitions=15, timeout=120):
+def parts_timing(engines, dot, apply_A, nprocs, n, repetitions=15, timeout=120, more=None):
     """Seconds of each product q = A p with its halo rows on an n x n mesh split in rows
     over the first nprocs engines, the slowest rank's, every call alone between a barrier and
     the clock: {"c": [...], "python": [...], "apply_A": [...], "dot": [...]}. "c" and
     "python" are the library's solvers' own products (the inner rows computed while the halo
     rows travel, the rank's part of p·q summed on the way, the halo datatypes and q made
     once, before any clock); "apply_A" is the student's ``apply_A(cart, p)`` and "dot" their
-    ``dot(cart, p, p)``, both left out when ``apply_A`` is None. All take turns within every
+    ``dot(cart, p, p)``, both left out when ``apply_A`` is None; ``more``, a dict of other
+    products ``f(cart, p)`` by name, each timed under its name. All take turns within every
     repetition, after one untimed round, so a change in the machine's load falls on all of
     them alike."""
     from hpclab.exercises import timed_ranks
@@ -316,6 +319,104 @@ def parts_timing(engines, dot, apply_A, nprocs, n, repetitions=15, timeout=120):
     nprocs = timed_ranks(engines, nprocs)
     what = "the library's products" if apply_A is None else "your dot and A p"
     res = engines.run(_time_parts_on_rank, dot, apply_A, int(nprocs), int(n), int(repetitions),
-                      timeout=timeout, what=f"{what} timed on {nprocs} ranks")
+                      more, timeout=timeout, what=f"{what} timed on {nprocs} ranks")
     out = next(r for r in res if r is not None and r["rank"] == 0)
     return {k: v for k, v in out.items() if k != "rank"}
+
+
+def _overlap_on_rank(apply_A, nprocs, n, seed):
+    """Runs on every engine: the student's product on a rank's rows whose inner rows (those
+    only the inner rows of q need, ``p[3:-3]``) hold NaN except between the first message
+    posted (Irecv, Isend) and the first wait or test; the halo rows NaN where a neighbour must
+    fill them. q's inner rows are right only when they were computed while the messages were
+    in flight; its first and last rows only when computed from the halo that arrived."""
+    from mpi4py import MPI
+
+    from hpclab.exercises import LoggedComm, logged_requests
+    from hpclab.kernels.api import first_ranks
+
+    with first_ranks(MPI.COMM_WORLD, nprocs, dims=[nprocs]) as cart:
+        if cart is None:
+            return None
+        rank = cart.Get_rank()
+        first, rows = block_range(n, nprocs, rank)
+        whole = np.zeros((n + 2, n + 2))
+        whole[1:-1, 1:-1] = np.random.default_rng(seed).random((n, n))
+        p = whole[first:first + rows + 2].copy()
+        want = 4 * p[1:-1, 1:-1] - p[:-2, 1:-1] - p[2:, 1:-1] - p[1:-1, :-2] - p[1:-1, 2:]
+        lower, upper = cart.Shift(0, 1)
+        p[0] = np.nan if lower != MPI.PROC_NULL else 0.0
+        p[-1] = np.nan if upper != MPI.PROC_NULL else 0.0
+        inner = p[3:-3].copy()
+        p[3:-3] = np.nan
+        log, state = [], {"posted": False, "waited": False}
+
+        def on_post():
+            if not state["posted"]:
+                state["posted"] = True
+                p[3:-3] = inner
+
+        def on_wait():
+            if not state["waited"]:
+                state["waited"] = True
+                p[3:-3] = np.nan
+
+        real = MPI.Request
+        requests = logged_requests(real, log, on_wait)
+        setattr(MPI, "Request", requests)  # noqa: B010 (a final name)
+        try:
+            q = apply_A(LoggedComm(cart, log, requests, on_post), p)
+        finally:
+            setattr(MPI, "Request", real)  # noqa: B010
+        q = np.asarray(q, dtype=float)
+        out = {"rank": rank, "rows": rows, "shape": list(q.shape), "posted": log.count("post"),
+               "posted_before_first_wait": next((e[1] for e in log if e != "post"), None),
+               "edge_rows": False, "inner_rows": False}
+        if q.shape == p.shape:
+            got = q[1:-1, 1:-1]
+            edge = [0, rows - 1]
+            out["edge_rows"] = bool(np.allclose(got[edge], want[edge], rtol=1e-12, atol=1e-12))
+            out["inner_rows"] = bool(np.allclose(got[1:-1], want[1:-1], rtol=1e-12,
+                                                 atol=1e-12))
+        return out
+
+
+def overlap_check(engines, apply_A, nprocs=2, n=16, seed=4, timeout=30):
+    """What the student's overlapped product does on the first nprocs engines (an n x n mesh
+    split in rows, each rank's rows at least five): ``posted``, the messages each rank posted
+    with Irecv/Isend, ``posted_before_first_wait``, how many of them were posted when it
+    first waited or tested (None: it never did), ``edge_rows``, whether every rank's first
+    and last rows of q are right (computed from the halo that arrived), and ``inner_rows``,
+    whether its other rows are right, which they can be only when computed after the first
+    message was posted and before the first wait (:func:`_overlap_on_rank`); ``shape``: q's
+    shape when it is not p's, else None. ``deadlocked``: it did not finish within
+    ``timeout`` seconds."""
+    smallest = min(block_range(n, nprocs, r)[1] for r in range(nprocs))
+    if smallest < 5:
+        raise ValueError(f"n = {n} on {nprocs} ranks leaves a rank {smallest} rows: at least 5")
+    try:
+        res = [r for r in engines.run(_overlap_on_rank, apply_A, int(nprocs), int(n), int(seed),
+                                      timeout=timeout,
+                                      what=f"your overlapped product on {nprocs} ranks")
+               if r is not None]
+    except TimeoutError:
+        return {"deadlocked": True}
+    bad_shape = next((r["shape"] for r in res if r["shape"] != [r["rows"] + 2, n + 2]), None)
+    firsts = [r["posted_before_first_wait"] for r in res]
+    return {"deadlocked": False, "shape": bad_shape, "posted": [r["posted"] for r in res],
+            "posted_before_first_wait": firsts,
+            "edge_rows": all(r["edge_rows"] for r in res),
+            "inner_rows": all(r["inner_rows"] for r in res)}
+
+
+def ratio_interval(a, b):
+    """(ratio, low, high): the median of ``a`` over the median of ``b`` with its 95%
+    interval (:func:`hpclab.stats.compare`); NaN for all three when they cannot be compared
+    (fewer than two of either, or no scatter)."""
+    from hpclab import stats
+
+    try:
+        c = stats.compare(a, b)
+    except ValueError:
+        return float("nan"), float("nan"), float("nan")
+    return c.ratio, c.low, c.high
