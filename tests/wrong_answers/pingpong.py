@@ -152,6 +152,13 @@ WRONG = [
     case("np.polyfit's coefficients read in the wrong order", "test_fit_hockney",
          "slope first",
          ("fit_hockney", "slope, intercept = np.polyfit", "intercept, slope = np.polyfit")),
+    case("the Hockney line through the first and last points", "test_fit_hockney",
+         "through two of the points",
+         ("fit_hockney",
+          "    slope, intercept = np.polyfit(np.asarray(n, float), np.asarray(t, float), 1)\n",
+          "    n, t = np.asarray(n, float), np.asarray(t, float)\n"
+          "    slope = (t[-1] - t[0]) / (n[-1] - n[0])\n"
+          "    intercept = t[0] - slope * n[0]\n")),
     case("the Hockney fit of times in µs", "test_fit_hockney", "in µs",
          ("fit_hockney", "lam_c, B_c = fit_hockney(c_sizes, c_times)",
           "lam_c, B_c = fit_hockney(c_sizes, c_times * 1e6)")),
