@@ -305,3 +305,16 @@ def test_hockney_outside_its_domain_is_left_to_the_bounded_fit():
     assert models._hockney_line(x, -1e-6 + x * 1e-6, None) is None  # λ < 0
     fit = models.fit(models.HOCKNEY, x, 3e-6 - x * 1e-8)
     assert fit.params["lambda"] > 0 and fit.params["B"] > 0
+
+
+def test_a_fit_table_says_when_the_points_do_not_determine_an_estimate():
+    """Small messages whose times do not grow with size leave B undetermined (its fit stops
+    on the bound 1/B = 0): the table says so beside it, and says nothing of the estimates
+    the points do determine."""
+    n = np.array([0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384,
+                  32768, 65536, 131072, 262144, 524288, 1048576], float)
+    t = np.where(n < 4096, 3e-6 - n * 1e-10, 2e-6 + n / 5e9)
+    table = models.fit_two_segment(n, t).table().set_index(["segment", "parameter"])["note"]
+    left, right = (s for s in table.index.get_level_values("segment").unique())
+    assert "not determined" in table[(left, "B")]
+    assert table[(right, "B")] == "" and table[(right, "lambda")] == ""

@@ -296,18 +296,39 @@ class Fit:
                               quantity, digits, name=name or param, domain=domain, **kw)
 
     def table(self):
-        """Estimates, standard errors and 95% intervals as a DataFrame."""
+        """Estimates, standard errors and 95% intervals as a DataFrame, with a ``note`` on
+        each estimate that its domain puts in doubt (:meth:`Domain.classify`): one at the end
+        of its domain or outside it is not determined by these points, one whose interval
+        reaches past it is barely bounded by them."""
+        notes = []
+        for k, v in self.params.items():
+            d = self.model.domain(k)
+            where = d.classify(v, *self.ci95[k])
+            notes.append(TABLE_NOTES.get(where, "").format(domain=d.text()))
         return pd.DataFrame({
             "parameter": list(self.params),
             "estimate": list(self.params.values()),
             "stderr": list(self.stderr.values()),
             "ci95_low": [lo for lo, _ in self.ci95.values()],
             "ci95_high": [hi for _, hi in self.ci95.values()],
+            "note": notes,
         })
 
     def __repr__(self):
         parts = ", ".join(f"{k}={v:.4g} ± {self.stderr[k]:.2g}" for k, v in self.params.items())
         return f"Fit({self.model.name}: {parts}; R²={self.r2:.4f}, n={self.npoints})"
+
+
+# what Fit.table says of an estimate by where it lies against its domain (Domain.classify)
+TABLE_NOTES = {
+    "outside": "outside its domain ({domain}): not determined by these points",
+    "at end": "not determined by these points: the fit stopped on a bound of its domain "
+              "({domain})",
+    "both": "its interval reaches past its domain ({domain}): barely bounded by these points",
+    "below": "its interval reaches past its domain ({domain}): barely bounded by these points",
+    "above": "its interval reaches past its domain ({domain}): barely bounded by these points",
+    "no interval": "no interval: no points to spare",
+}
 
 
 def _clean(model, x, y, sigma):
