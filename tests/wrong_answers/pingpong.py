@@ -53,6 +53,12 @@ WRONG = [
           "            total += MPI.Wtime() - t\n"),
          ("pingpong_loop", "    return (MPI.Wtime() - t0) / (2 * iterations)",
           "    return total / iterations if rank == 0 else (MPI.Wtime() - t0) / (2 * iterations)")),
+    case("the batches' mean returned for every batch", "test_pingpong_batches",
+         "the mean of the batches",
+         ("pingpong_batches",
+          "    return [loop(comm, sendbuf, recvbuf, iterations) for _ in range(repetitions)]",
+          "    times = [loop(comm, sendbuf, recvbuf, iterations) for _ in range(repetitions)]\n"
+          "    return [sum(times) / len(times)] * repetitions")),
     case("the batches' times in microseconds", "test_pingpong_batches", "in microseconds",
          ("pingpong_batches", "return [loop(comm, sendbuf, recvbuf, iterations)",
           "return [1e6 * loop(comm, sendbuf, recvbuf, iterations)")),

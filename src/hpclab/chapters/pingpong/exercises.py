@@ -170,6 +170,7 @@ _TWO = {"Sendrecv", "sendrecv", "Sendrecv_replace"}
 BARRIER_TICKS = 7  # a barrier's ticks: a loop that times its barrier reads more than one tick
 COLD = 50  # ticks of each of the first COLD_MESSAGES messages: cold buffers, a new connection
 COLD_MESSAGES = 2
+SLOW = 3  # ticks of each message of the last timed batch: a batch's own time, not the mean
 
 
 def _bytes_of(arg):
@@ -188,11 +189,13 @@ class _TickingComm:
     message its rank sends or receives (two for a sendrecv); with ``cold``, each of the
     rank's first COLD_MESSAGES messages advances it by COLD ticks instead, as a first
     message on fresh buffers takes far longer than the next ones; a barrier advances it by
-    BARRIER_TICKS. ``sizes``: the sizes in bytes of the messages the rank sent; ``order``:
-    its calls in turn, each 'send', 'recv' or 'sendrecv'."""
+    BARRIER_TICKS; with ``slow`` (first, end), the rank's messages numbered first to end - 1
+    (from 0) advance it by SLOW ticks each. ``sizes``: the sizes in bytes of the messages the
+    rank sent; ``order``: its calls in turn, each 'send', 'recv' or 'sendrecv'."""
 
-    def __init__(self, comm, clock, cold=False):
+    def __init__(self, comm, clock, cold=False, slow=None):
         self._comm, self._clock, self.messages, self._cold = comm, clock, 0, cold
+        self._slow = slow
         self.order: list[str] = []
         self.sizes, self.barriers, self.unwritten = set(), 0, False
         self.buffers = {"send": set(), "recv": set()}
@@ -214,7 +217,8 @@ class _TickingComm:
                               else "send" if "send" in name.lower() else "recv")
             for _ in range(ticks):
                 cold = self._cold and self.messages < COLD_MESSAGES
-                self._clock[0] += (COLD if cold else 1) * TICK
+                slow = self._slow is not None and self._slow[0] <= self.messages < self._slow[1]
+                self._clock[0] += (COLD if cold else SLOW if slow else 1) * TICK
                 self.messages += 1
             if args:
                 kind = "send" if "send" in name.lower() else "recv"
@@ -253,7 +257,10 @@ def _batches_on_rank(batches, nbytes, warmup, iterations, repetitions, ticking):
 
     comm = MPI.COMM_WORLD
     clock = [1000.0]
-    given = _TickingComm(comm, clock, cold=True) if ticking else comm
+    # the last batch's messages are slower: batches that each return their own time show it
+    last = 2 * warmup + 2 * iterations * (repetitions - 1)
+    slow = (last, last + 2 * iterations) if repetitions > 1 else None
+    given = _TickingComm(comm, clock, cold=True, slow=slow) if ticking else comm
     real = MPI.Wtime
     if ticking:
         MPI.Wtime = lambda: clock[0]
@@ -278,10 +285,12 @@ def batches_clock_check(engines, batches, nbytes=256, warmup=3, iterations=4, re
                         timeout=60):
     """Run ``batches(comm, loop, nbytes, warmup, iterations, repetitions)`` with the correct
     loop, under a clock that ticks TICK per message, COLD ticks for each rank's first
-    COLD_MESSAGES messages.
+    COLD_MESSAGES messages, and SLOW ticks for each message of the last batch.
 
-    Batches that warm up first and time each repetition on its own return exactly one TICK
-    per repetition. Returns rank 0's ``times`` in ticks, the ``messages`` each rank sent and
+    Batches that warm up first and time each repetition on its own return one TICK for each
+    repetition but the last, and SLOW for the last (``expected``, in ticks; the mean of the
+    batches, returned for each, is not). Returns rank 0's ``times`` in ticks, the
+    ``messages`` each rank sent and
     received, the message ``sizes`` rank 0 sent, how many distinct send and receive
     ``buffers`` rank 0 used, whether a rank received into the buffer it sent from
     (``shared``) and whether a rank sent a buffer of zero bytes only (``unwritten``).
@@ -291,6 +300,7 @@ def batches_clock_check(engines, batches, nbytes=256, warmup=3, iterations=4, re
                            what="your batches under a ticking clock")
     r0 = per_rank[0]
     return {"ticks": None if r0["times"] is None else [t / TICK for t in r0["times"]],
+            "expected": [1.0] * (repetitions - 1) + [float(SLOW if repetitions > 1 else 1)],
             "messages": [r["messages"] for r in per_rank], "sizes": r0["sizes"],
             "buffers": r0["buffers"], "shared": any(r["shared"] for r in per_rank[:2]),
             "unwritten": any(r["unwritten"] for r in per_rank[:2])}
