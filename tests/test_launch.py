@@ -197,6 +197,32 @@ def test_engines_deadlock_times_out_within_its_timeout_and_recovers():
     assert not wait_dead(list(pids) + [p for _, _, p in second])
 
 
+def test_fresh_engines_work_while_the_controller_still_counts_the_killed_ones(monkeypatch):
+    """A controller that learns late that the engines were killed (on a loaded machine the
+    nanny's word and the missed heartbeats can both come after a restart) still gives the
+    fresh engines every call: a restart that waited 30 s for the killed ones to go, then
+    viewed every registered engine, held killed ones, and each call waited for its timeout
+    (a CI run lost nine ring tests so)."""
+    from hpclab import engines as engines_module
+
+    # ten minutes of missed heartbeats before the controller drops an engine, and no nanny
+    # (ipyparallel's process beside each engine that tells the controller when it exits)
+    monkeypatch.setattr(engines_module, "HEARTBEAT", [
+        "--HeartMonitor.period=500", "--HeartMonitor.max_heartmonitor_misses=1200"])
+    patience = engines_module.Engines._patience
+    monkeypatch.setattr(engines_module.Engines, "_patience",
+                        lambda self: [*patience(self), "--IPEngine.enable_nanny=False"])
+    with launch.cluster(n=2, timeout=60) as eng:
+        killed = set(eng.client.ids)
+        with pytest.raises(TimeoutError, match="did not finish within 4 s"):
+            eng.run(_deadlock, timeout=4, what="ring deadlock")
+        t0 = time.monotonic()
+        second = eng.run(_ranks, timeout=30)
+        assert [(r, s) for r, s, _ in second] == [(0, 2), (1, 2)]
+        assert time.monotonic() - t0 < 30, "the restart waited for the killed engines to go"
+        assert killed <= set(eng.client.ids), "the controller forgot the killed engines early"
+
+
 def test_engines_stop_on_keyboard_interrupt():
     with pytest.raises(KeyboardInterrupt):
         with launch.cluster(n=2, timeout=30) as eng:

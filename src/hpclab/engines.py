@@ -338,7 +338,9 @@ class Engines:
         return [f"--IPEngine.timeout={self.start_timeout:g}",
                 f"--IPEngine.wait_for_url_file={self.start_timeout:g}"]
 
-    def _start_engines(self):
+    def _start_engines(self, old=frozenset()):
+        """Start n engines and view them; ``old``: the ids of engines killed before (a
+        restart), which the controller may still count as registered (see restart)."""
         import ipyparallel as ipp
 
         self.cluster.start_engines_sync(self.n)
@@ -346,8 +348,11 @@ class Engines:
         if self.client is None:
             self.client = self.cluster.connect_client_sync()
         try:
-            self.client.wait_for_engines(self.n, timeout=self.start_timeout, interactive=False,
-                                         block=True)
+            if old:
+                self._wait_for_new(old)
+            else:
+                self.client.wait_for_engines(self.n, timeout=self.start_timeout,
+                                             interactive=False, block=True)
         except TimeoutError:
             raise MPILaunchError(
                 f"{self.what}: {self.n} MPI engines did not start within {self.start_timeout:g} s. "
@@ -356,8 +361,23 @@ class Engines:
             raise MPILaunchError(
                 f"{self.what}: the MPI engines stopped while starting ({exc}). mpiexec "
                 f"said:\n{self._engine_output()}") from None
-        self.view = self.client[:]
+        self.view = self.client[sorted(set(self.client.ids) - set(old))]
         self.view.block = False
+
+    def _wait_for_new(self, old):
+        """Wait until n engines other than ``old`` have registered: ipyparallel's own wait
+        counts every registered engine, dead ones too, and raises when one of them is
+        unregistered meanwhile."""
+        import ipyparallel as ipp
+
+        deadline = time.monotonic() + self.start_timeout
+        while len(set(self.client.ids) - old) < self.n:
+            if any(getattr(es, "state", None) == "after"
+                   for es in (self.cluster.engines or {}).values()):
+                raise ipp.error.EngineError("the engine set exited")
+            if time.monotonic() > deadline:
+                raise TimeoutError
+            time.sleep(0.05)
 
     def _engine_output(self):
         out = []
@@ -422,12 +442,15 @@ class Engines:
         """Replace the engines by fresh ones (after a deadlock, say)."""
         if self.cluster is None:
             raise MPILaunchError("the engines are stopped; start a new cluster")
+        old = frozenset(self.client.ids)
         if not self._stale:
             self._kill_engines()
-        deadline = time.monotonic() + 30
-        while self.client.ids and time.monotonic() < deadline:
-            time.sleep(0.1)
-        self._start_engines()
+        # the controller forgets a killed engine when ipyparallel's nanny (a process of its
+        # own beside each engine) says it exited, or after HEARTBEAT's 30 s of silence; both
+        # can take longer on a loaded machine. The new engines are told from the old by id,
+        # not by waiting for the old ones to be gone (a view of every registered engine once
+        # held killed ones, and every call on it waited for its timeout)
+        self._start_engines(old | frozenset(self.client.ids))
         self._stale = False
 
     def stop(self) -> None:
