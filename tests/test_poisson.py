@@ -213,17 +213,3 @@ def test_the_products_a_lab_times_alone_are_the_solvers_own(interleave):
         t.free()
     assert np.isclose(pq, want, rtol=1e-12) and np.allclose(q[1:-1, 1:-1], want_q)
     assert stamps[0] <= stamps[1] <= stamps[2]
-
-
-def test_the_overlap_ratio_is_the_comparisons_and_nan_when_there_is_none():
-    """The lab's ratio of two products' times is hpclab.stats.compare's, its interval around
-    it; with one measurement, or none that differ, all three are NaN, not an error."""
-    from hpclab import stats
-    from hpclab.chapters.poisson.exercises import ratio_interval
-
-    a, b = [2.0, 2.1, 1.9, 2.05, 1.95, 2.02], [1.0, 1.05, 0.95, 1.02, 0.98, 1.01]
-    ratio, low, high = ratio_interval(a, b)
-    c = stats.compare(a, b)
-    assert (ratio, low, high) == (c.ratio, c.low, c.high) and low < ratio < high
-    assert all(np.isnan(ratio_interval([1.0], [1.0, 2.0])))
-    assert all(np.isnan(ratio_interval([1.0, 1.0], [2.0, 2.0])))

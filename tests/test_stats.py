@@ -36,6 +36,17 @@ def test_said_gives_the_words_or_says_why_there_are_none():
     assert stats.said([1.0], [2.0, 3.0], ("a", "b")).startswith("a and b cannot be compared")
 
 
+def test_ratio_or_nan_is_the_comparisons_and_nan_when_there_is_none():
+    """The three numbers a lab's answer or a table holds are compare's, its interval around
+    the ratio; with one measurement, or none that differ, all three are NaN, not an error."""
+    a, b = [2.0, 2.1, 1.9, 2.05, 1.95, 2.02], [1.0, 1.05, 0.95, 1.02, 0.98, 1.01]
+    ratio, low, high = stats.ratio_or_nan(a, b)
+    c = stats.compare(a, b)
+    assert (ratio, low, high) == (c.ratio, c.low, c.high) and low < ratio < high
+    assert all(np.isnan(stats.ratio_or_nan([1.0], [1.0, 2.0])))
+    assert all(np.isnan(stats.ratio_or_nan([1.0, 1.0], [2.0, 2.0])))
+
+
 def test_two_runs_each_give_an_interval_wider_than_their_own_range():
     """A bootstrap of two values cannot reach beyond them; the t interval on the logs can,
     and with one degree of freedom or so it must be wide."""

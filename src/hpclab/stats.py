@@ -121,6 +121,17 @@ def compare(a, b, names=("a", "b"), seed=0):
     return Comparison(ratio, float(low), float(high), a.size, b.size, *names)
 
 
+def ratio_or_nan(a, b):
+    """(ratio, low, high) of :func:`compare` for ``a`` over ``b``; NaN for all three when they
+    cannot be compared (fewer than two of either, or no scatter), for a table or an answer
+    that must hold three numbers either way."""
+    try:
+        c = compare(a, b)
+    except ValueError:
+        return float("nan"), float("nan"), float("nan")
+    return c.ratio, c.low, c.high
+
+
 def said(a, b, names, quantity="time", verb="took"):
     """:meth:`Comparison.words` of :func:`compare`, or, when the measurements cannot be
     compared (fewer than two of either), a sentence that says so and why."""

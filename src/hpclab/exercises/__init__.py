@@ -158,6 +158,42 @@ class LoggedComm:
         return getattr(self._real, name)
 
 
+class Posts:
+    """What a :func:`logged` communicator saw: ``log``, its posts (``"post"``) and completion
+    calls (``("done", posted so far)``) in order."""
+
+    def __init__(self):
+        self.log = []
+
+    @property
+    def posted(self):
+        """How many messages were posted (Irecv, Isend, Issend)."""
+        return self.log.count("post")
+
+    @property
+    def before_first_wait(self):
+        """How many were posted when the first wait or test was called (None: never)."""
+        return next((e[1] for e in self.log if e != "post"), None)
+
+
+@contextlib.contextmanager
+def logged(comm, on_post=None, on_wait=None):
+    """``(comm, posts)``: ``comm`` as a :class:`LoggedComm` whose posts and their requests'
+    waits and tests are noted in ``posts`` (a :class:`Posts`), ``on_post()`` called before
+    each post and ``on_wait()`` before each completion call. While it is open,
+    ``MPI.Request`` is the logging class, so that ``MPI.Request.Waitall`` is noted too; it is
+    given back on leaving."""
+    from mpi4py import MPI
+
+    posts, real = Posts(), MPI.Request
+    requests = logged_requests(real, posts.log, on_wait)
+    setattr(MPI, "Request", requests)  # noqa: B010 (a final name)
+    try:
+        yield LoggedComm(comm, posts.log, requests, on_post), posts
+    finally:
+        setattr(MPI, "Request", real)  # noqa: B010
+
+
 DERIVED = "derived datatype"  # CountingComm's count of calls given a derived datatype
 
 

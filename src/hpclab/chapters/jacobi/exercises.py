@@ -391,7 +391,7 @@ def _counted_type(real, counts):
 def _types_on_rank(func, L):
     from mpi4py import MPI
 
-    from hpclab.exercises import LoggedComm, logged_requests
+    from hpclab.exercises import logged
 
     if MPI.COMM_WORLD.Get_rank() != 0:
         return None
@@ -399,19 +399,15 @@ def _types_on_rank(func, L):
     # so every face is a real message (an exchange that skips MPI.PROC_NULL posts them all)
     cart = MPI.COMM_SELF.Create_cart([1, 1, 1], periods=[True] * 3)
     counts = {"made": 0, "committed": 0, "freed": 0}
-    log = []
-    real, real_requests = MPI.DOUBLE, MPI.Request
-    requests = logged_requests(real_requests, log)
+    real = MPI.DOUBLE
     setattr(MPI, "DOUBLE", _counted_type(real, counts))  # noqa: B010 (a final name)
-    setattr(MPI, "Request", requests)  # noqa: B010
     try:
-        func(LoggedComm(cart, log, requests), np.zeros((L + 2,) * 3))
+        with logged(cart) as (comm, posts):
+            func(comm, np.zeros((L + 2,) * 3))
     finally:
         setattr(MPI, "DOUBLE", real)  # noqa: B010
-        setattr(MPI, "Request", real_requests)  # noqa: B010
         cart.Free()
-    first = next((e[1] for e in log if e != "post"), None)
-    return {**counts, "posted": log.count("post"), "posted_before_first_wait": first}
+    return {**counts, "posted": posts.posted, "posted_before_first_wait": posts.before_first_wait}
 
 
 def types_counted(engines, func, L=6, timeout=30):

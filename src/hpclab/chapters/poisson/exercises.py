@@ -332,7 +332,7 @@ def _overlap_on_rank(apply_A, nprocs, n, seed):
     in flight; its first and last rows only when computed from the halo that arrived."""
     from mpi4py import MPI
 
-    from hpclab.exercises import LoggedComm, logged_requests
+    from hpclab.exercises import logged
     from hpclab.kernels.api import first_ranks
 
     with first_ranks(MPI.COMM_WORLD, nprocs, dims=[nprocs]) as cart:
@@ -349,7 +349,7 @@ def _overlap_on_rank(apply_A, nprocs, n, seed):
         p[-1] = np.nan if upper != MPI.PROC_NULL else 0.0
         inner = p[3:-3].copy()
         p[3:-3] = np.nan
-        log, state = [], {"posted": False, "waited": False}
+        state = {"posted": False, "waited": False}
 
         def on_post():
             if not state["posted"]:
@@ -361,16 +361,11 @@ def _overlap_on_rank(apply_A, nprocs, n, seed):
                 state["waited"] = True
                 p[3:-3] = np.nan
 
-        real = MPI.Request
-        requests = logged_requests(real, log, on_wait)
-        setattr(MPI, "Request", requests)  # noqa: B010 (a final name)
-        try:
-            q = apply_A(LoggedComm(cart, log, requests, on_post), p)
-        finally:
-            setattr(MPI, "Request", real)  # noqa: B010
+        with logged(cart, on_post, on_wait) as (comm, posts):
+            q = apply_A(comm, p)
         q = np.asarray(q, dtype=float)
-        out = {"rank": rank, "rows": rows, "shape": list(q.shape), "posted": log.count("post"),
-               "posted_before_first_wait": next((e[1] for e in log if e != "post"), None),
+        out = {"rank": rank, "rows": rows, "shape": list(q.shape), "posted": posts.posted,
+               "posted_before_first_wait": posts.before_first_wait,
                "edge_rows": False, "inner_rows": False}
         if q.shape == p.shape:
             got = q[1:-1, 1:-1]
@@ -411,12 +406,7 @@ def overlap_check(engines, apply_A, nprocs=2, n=16, seed=4, timeout=30):
 
 def ratio_interval(a, b):
     """(ratio, low, high): the median of ``a`` over the median of ``b`` with its 95%
-    interval (:func:`hpclab.stats.compare`); NaN for all three when they cannot be compared
-    (fewer than two of either, or no scatter)."""
+    interval; NaN for all three when they cannot be compared (:func:`hpclab.stats.ratio_or_nan`)."""
     from hpclab import stats
 
-    try:
-        c = stats.compare(a, b)
-    except ValueError:
-        return float("nan"), float("nan"), float("nan")
-    return c.ratio, c.low, c.high
+    return stats.ratio_or_nan(a, b)

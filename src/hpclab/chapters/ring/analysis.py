@@ -394,12 +394,8 @@ def step_ratio_interval(df, pmax):
     variant has fewer than two)."""
     from hpclab import stats as hstats
 
-    try:
-        c = hstats.compare(ring_times(df, "c", "ssend_ordered", pmax),
-                           ring_times(df, "c", "irecv", pmax))
-    except ValueError:
-        return (np.nan,) * 3
-    return c.ratio, c.low, c.high
+    return hstats.ratio_or_nan(ring_times(df, "c", "ssend_ordered", pmax),
+                               ring_times(df, "c", "irecv", pmax))
 
 
 REFERENCE_WORDS = {"pp": "PingPong's latency", "orfeo": "ORFEO's intranode step"}
