@@ -144,8 +144,9 @@ def amdahl_speedup(s, nprocs):
 
 
 def speedups(df, impl="c", distribution="none", shape=None, kind="strong", metric="total"):
-    """S(P) = T(1) / T(P) of the medians, with the 95% interval of the ratio of
-    medians (over the repetitions), per P."""
+    """S(P) = T(1) / T(P) of the medians, per P: column ``median`` holds that ratio of the
+    medians (over the repetitions), ``worst`` and ``best`` the low and high ends of its 95%
+    interval (NaN with fewer than two runs, or none that differ), ``reps`` the runs at P."""
     from hpclab import stats
 
     shape = shape or first_shape(df)
