@@ -64,6 +64,9 @@ WRONG = [
     case("four halo messages per iteration", "test_predict", "counts each Sendrecv twice",
          ("predict", "halo = 2 * (lam + 8 * (N + 2) / B) if P > 1 else 0.0",
           "halo = 4 * (lam + 8 * (N + 2) / B) if P > 1 else 0.0")),
+    case("a halo row counted in doubles, not bytes", "test_predict", "8 bytes each",
+         ("predict", "halo = 2 * (lam + 8 * (N + 2) / B) if P > 1 else 0.0",
+          "halo = 2 * (lam + (N + 2) / B) if P > 1 else 0.0")),
     case("a halo row of N values", "test_predict", "a halo row is N + 2 values",
          ("predict", "halo = 2 * (lam + 8 * (N + 2) / B) if P > 1 else 0.0",
           "halo = 2 * (lam + 8 * N / B) if P > 1 else 0.0")),
@@ -126,7 +129,8 @@ WRONG = [
           "recvtag=1)\n"
           "    cart.Sendrecv(p[-2], dest=upper, sendtag=2, recvbuf=p[0], source=lower, "
           "recvtag=2)\n    requests = []\n")),
-    case("the inner rows computed after the wait", "test_overlap", "while the messages travelled",
+    case("the inner rows computed after the wait", "test_overlap",
+         "while all the messages travelled",
          ("overlap", "    MPI.Request.Waitall(requests)\n    for i in (1, -2):",
           "    for i in (1, -2):"),
          ("overlap", "    q = np.zeros_like(p)\n",
@@ -136,6 +140,30 @@ WRONG = [
          ("overlap", "    MPI.Request.Waitall(requests)\n    for i in (1, -2):",
           "    for i in (1, -2):"),
          ("overlap", "    return q\n", "    MPI.Request.Waitall(requests)\n    return q\n")),
+    case("the overlapped product that posts its sends after the inner rows", "test_overlap",
+         "after all four Irecv and Isend calls",
+         ("overlap", POSTS, "    requests = [cart.Irecv(p[-1], source=upper, tag=1), "
+          "cart.Irecv(p[0], source=lower, tag=2)]\n"),
+         ("overlap", "    MPI.Request.Waitall(requests)\n",
+          "    requests += [cart.Isend(p[1], dest=lower, tag=1), "
+          "cart.Isend(p[-2], dest=upper, tag=2)]\n    MPI.Request.Waitall(requests)\n")),
+    case("the overlapped product that posts its receives after the inner rows", "test_overlap",
+         "after all four Irecv and Isend calls",
+         ("overlap", POSTS, "    requests = [cart.Isend(p[1], dest=lower, tag=1), "
+          "cart.Isend(p[-2], dest=upper, tag=2)]\n"),
+         ("overlap", "    MPI.Request.Waitall(requests)\n",
+          "    requests += [cart.Irecv(p[-1], source=upper, tag=1), "
+          "cart.Irecv(p[0], source=lower, tag=2)]\n    MPI.Request.Waitall(requests)\n")),
+    case("the overlapped product that never waits for its sends", "test_overlap",
+         "never waited for: a send",
+         ("overlap", "    MPI.Request.Waitall(requests)\n",
+          "    MPI.Request.Waitall(requests[:2])\n")),
+    right("the overlapped product that skips the neighbours that are PROC_NULL",
+          ("overlap", POSTS,
+           "    requests = [cart.Irecv(p[-1], source=upper, tag=1), cart.Isend(p[-2], "
+           "dest=upper, tag=2)] if upper != MPI.PROC_NULL else []\n"
+           "    requests += [cart.Irecv(p[0], source=lower, tag=2), cart.Isend(p[1], "
+           "dest=lower, tag=1)] if lower != MPI.PROC_NULL else []\n")),
     case("the overlapped product that never waits", "test_overlap", "never waited",
          ("overlap", "    MPI.Request.Waitall(requests)\n", "")),
     right("the overlapped product waiting for each request in turn",

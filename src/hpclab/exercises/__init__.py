@@ -133,17 +133,22 @@ def logged_requests(real, log, on_wait=None):
 
 class LoggedComm:
     """A communicator whose non-blocking posts (Irecv, Isend, Issend) are noted in ``log`` as
-    ``"post"``, after calling ``on_post()`` when given, their requests returned as
-    ``requests`` (a :func:`logged_requests` class); anything else is the real one's."""
+    ``"post"``, after calling ``on_post(name, args, kwargs)`` when given, their requests
+    returned as ``requests`` (a :func:`logged_requests` class) and kept in ``made`` when
+    given; anything else is the real one's."""
 
-    def __init__(self, real, log, requests, on_post=None):
+    def __init__(self, real, log, requests, on_post=None, made=None):
         self._real, self._log, self._requests, self._on_post = real, log, requests, on_post
+        self._made = made
 
     def _post(self, name, *args, **kwargs):
         if self._on_post is not None:
-            self._on_post()
+            self._on_post(name, args, kwargs)
         self._log.append("post")
-        return self._requests(getattr(self._real, name)(*args, **kwargs))
+        request = self._requests(getattr(self._real, name)(*args, **kwargs))
+        if self._made is not None:
+            self._made.append(request)
+        return request
 
     def Irecv(self, *args, **kwargs):  # noqa: N802 (mpi4py's names)
         return self._post("Irecv", *args, **kwargs)
@@ -160,10 +165,15 @@ class LoggedComm:
 
 class Posts:
     """What a :func:`logged` communicator saw: ``log``, its posts (``"post"``) and completion
-    calls (``("done", posted so far)``) in order."""
+    calls (``("done", posted so far)``) in order, and ``requests``, those its posts made."""
 
     def __init__(self):
-        self.log = []
+        self.log, self.requests = [], []
+
+    @property
+    def unwaited(self):
+        """How many of the requests were never completed (by a wait or a test)."""
+        return pending(self.requests)
 
     @property
     def posted(self):
@@ -179,8 +189,9 @@ class Posts:
 @contextlib.contextmanager
 def logged(comm, on_post=None, on_wait=None):
     """``(comm, posts)``: ``comm`` as a :class:`LoggedComm` whose posts and their requests'
-    waits and tests are noted in ``posts`` (a :class:`Posts`), ``on_post()`` called before
-    each post and ``on_wait()`` before each completion call. While it is open,
+    waits and tests are noted in ``posts`` (a :class:`Posts`), ``on_post(name, args,
+    kwargs)`` called before each post and ``on_wait()`` before each completion call. While it
+    is open,
     ``MPI.Request`` is the logging class, so that ``MPI.Request.Waitall`` is noted too; it is
     given back on leaving."""
     from mpi4py import MPI
@@ -189,7 +200,7 @@ def logged(comm, on_post=None, on_wait=None):
     requests = logged_requests(real, posts.log, on_wait)
     setattr(MPI, "Request", requests)  # noqa: B010 (a final name)
     try:
-        yield LoggedComm(comm, posts.log, requests, on_post), posts
+        yield LoggedComm(comm, posts.log, requests, on_post, posts.requests), posts
     finally:
         setattr(MPI, "Request", real)  # noqa: B010
 

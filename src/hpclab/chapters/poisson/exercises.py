@@ -195,9 +195,10 @@ def poisson_check(engines, dot, apply_A, cg, nprocs, n=24, seed=0, timeout=60):
     elif np.isnan(got).any():
         rows = sorted({int(i) for i in np.argwhere(np.isnan(got))[:, 0]})
         out["apply"] = (f"A p is NaN on global rows {rows[:4]}: a halo row was never filled; "
-                        "before applying the stencil, exchange your first row (p[1]) down into "
-                        "the lower neighbour's upper halo and your last row (p[-2]) up, both "
-                        "halo rows, with cart.Shift(0, 1) and Sendrecv")
+                        "before applying the stencil, send your first row (p[1]) to the "
+                        "neighbour whose rank is below yours, into its halo row p[-1], and your "
+                        "last row (p[-2]) to the rank above, into its p[0] (lower, upper = "
+                        "cart.Shift(0, 1); Sendrecv fills both halo rows)")
     elif not np.allclose(got[:, 1:-1], q_all[1:-1, 1:-1], rtol=1e-12, atol=1e-12):
         bad = np.argwhere(~np.isclose(got[:, 1:-1], q_all[1:-1, 1:-1], rtol=1e-12, atol=1e-12))
         out["apply"] = (f"A p differs from the 5-point operator at interior point "
@@ -326,10 +327,15 @@ def parts_timing(engines, dot, apply_A, nprocs, n, repetitions=15, timeout=120, 
 
 def _overlap_on_rank(apply_A, nprocs, n, seed):
     """Runs on every engine: the student's product on a rank's rows whose inner rows (those
-    only the inner rows of q need, ``p[3:-3]``) hold NaN except between the first message
-    posted (Irecv, Isend) and the first wait or test; the halo rows NaN where a neighbour must
-    fill them. q's inner rows are right only when they were computed while the messages were
-    in flight; its first and last rows only when computed from the halo that arrived."""
+    only the inner rows of q need, ``p[3:-3]``) hold NaN except between the post of the last
+    message to a neighbour (Irecv, Isend: a receive and a send for each neighbour that is
+    not PROC_NULL) and the first wait or test; the halo rows NaN where a neighbour must fill
+    them. q's inner rows are right only when they were computed while all the messages were
+    in flight; its first and last rows only when computed from the halo that arrived.
+    ``unwaited``: the requests the product never completed (they are completed here, within
+    a few seconds)."""
+    import time
+
     from mpi4py import MPI
 
     from hpclab.exercises import logged
@@ -349,11 +355,17 @@ def _overlap_on_rank(apply_A, nprocs, n, seed):
         p[-1] = np.nan if upper != MPI.PROC_NULL else 0.0
         inner = p[3:-3].copy()
         p[3:-3] = np.nan
-        state = {"posted": False, "waited": False}
+        # the messages to real neighbours, a receive and a send each (those to PROC_NULL,
+        # which a product may post or skip, move nothing)
+        needed = 2 * sum(1 for r in (lower, upper) if r != MPI.PROC_NULL)
+        state = {"real": 0, "waited": False}
 
-        def on_post():
-            if not state["posted"]:
-                state["posted"] = True
+        def on_post(name, args, kwargs):
+            key = "source" if name == "Irecv" else "dest"
+            peer = kwargs.get(key, args[1] if len(args) > 1 else MPI.ANY_SOURCE)
+            if peer != MPI.PROC_NULL:
+                state["real"] += 1
+            if state["real"] == needed and not state["waited"]:
                 p[3:-3] = inner
 
         def on_wait():
@@ -363,9 +375,14 @@ def _overlap_on_rank(apply_A, nprocs, n, seed):
 
         with logged(cart, on_post, on_wait) as (comm, posts):
             q = apply_A(comm, p)
+        unwaited = posts.unwaited
+        # complete what the product left (its sends): a few seconds, not a hang
+        left, t0 = [r for r in posts.requests if r != MPI.REQUEST_NULL], time.monotonic()
+        while left and not MPI.Request.Testall(left) and time.monotonic() - t0 < 5:
+            time.sleep(0.01)
         q = np.asarray(q, dtype=float)
         out = {"rank": rank, "rows": rows, "shape": list(q.shape), "posted": posts.posted,
-               "posted_before_first_wait": posts.before_first_wait,
+               "posted_before_first_wait": posts.before_first_wait, "unwaited": unwaited,
                "edge_rows": False, "inner_rows": False}
         if q.shape == p.shape:
             got = q[1:-1, 1:-1]
@@ -380,10 +397,11 @@ def overlap_check(engines, apply_A, nprocs=2, n=16, seed=4, timeout=30):
     """What the student's overlapped product does on the first nprocs engines (an n x n mesh
     split in rows, each rank's rows at least five): ``posted``, the messages each rank posted
     with Irecv/Isend, ``posted_before_first_wait``, how many of them were posted when it
-    first waited or tested (None: it never did), ``edge_rows``, whether every rank's first
-    and last rows of q are right (computed from the halo that arrived), and ``inner_rows``,
-    whether its other rows are right, which they can be only when computed after the first
-    message was posted and before the first wait (:func:`_overlap_on_rank`); ``shape``: q's
+    first waited or tested (None: it never did), ``unwaited``, how many of its requests each
+    rank never completed, ``edge_rows``, whether every rank's first and last rows of q are
+    right (computed from the halo that arrived), and ``inner_rows``, whether its other rows
+    are right, which they can be only when computed after every message was posted and before
+    the first wait (:func:`_overlap_on_rank`); ``shape``: q's
     shape when it is not p's, else None. ``deadlocked``: it did not finish within
     ``timeout`` seconds."""
     smallest = min(block_range(n, nprocs, r)[1] for r in range(nprocs))
@@ -399,7 +417,7 @@ def overlap_check(engines, apply_A, nprocs=2, n=16, seed=4, timeout=30):
     bad_shape = next((r["shape"] for r in res if r["shape"] != [r["rows"] + 2, n + 2]), None)
     firsts = [r["posted_before_first_wait"] for r in res]
     return {"deadlocked": False, "shape": bad_shape, "posted": [r["posted"] for r in res],
-            "posted_before_first_wait": firsts,
+            "posted_before_first_wait": firsts, "unwaited": [r["unwaited"] for r in res],
             "edge_rows": all(r["edge_rows"] for r in res),
             "inner_rows": all(r["inner_rows"] for r in res)}
 
