@@ -66,9 +66,9 @@ _REMOTE_TYPES = {"ValueError": ValueError, "TypeError": TypeError, "MemoryError"
                  "NotImplementedError": NotImplementedError}
 
 
-def _remote_exception(exc, what, note=""):
+def _remote_exception(exc, what, note="", ranks=None):
     """Turn an ipyparallel remote error into an exception of the original type (``note``:
-    a sentence after the error)."""
+    a sentence after the error; ``ranks``: each engine id's MPI rank, where they differ)."""
     from hpclab.kernels import KernelError
 
     errors = getattr(exc, "elist", None) or [(exc.ename, exc.evalue, exc.traceback,
@@ -76,6 +76,7 @@ def _remote_exception(exc, what, note=""):
     ename, evalue, tb, info = errors[0]
     evalue = _mpi_error_in_words(str(evalue))
     rank = (info or {}).get("engine_id", "?")
+    rank = (ranks or {}).get(rank, rank)
     message = f"{what} failed on rank {rank}: {ename}: {evalue}"
     if note:
         message += f" ({note})"
@@ -201,6 +202,13 @@ if line.strip() != "stopped":
 """
 
 
+def _world_rank():
+    """Runs on an engine: its rank in MPI.COMM_WORLD."""
+    from mpi4py import MPI
+
+    return MPI.COMM_WORLD.Get_rank()
+
+
 def _watch(pids):
     """Start a watcher of the process groups ``pids`` (see _WATCHER); its Popen, or None
     (with a warning) when no process can be started now."""
@@ -260,6 +268,7 @@ class Engines:
         self.cluster = None
         self.client = None
         self.view = None
+        self._ranks = {}  # engine id -> MPI rank (see _in_rank_order)
         self.profile_dir = None
         self._pids = set()
         self._watcher = None
@@ -361,8 +370,24 @@ class Engines:
             raise MPILaunchError(
                 f"{self.what}: the MPI engines stopped while starting ({exc}). mpiexec "
                 f"said:\n{self._engine_output()}") from None
-        self.view = self.client[sorted(set(self.client.ids) - set(old))]
+        self.view = self._in_rank_order(sorted(set(self.client.ids) - set(old)))
         self.view.block = False
+
+    def _in_rank_order(self, ids):
+        """A view of the engines ``ids`` in the order of their MPI ranks, and ``_ranks``, the
+        rank of each engine id (``run`` orders results and names ranks by it). An engine asks
+        for its rank as its id; after a restart while the killed engines' ids are still
+        registered, the controller gives the next free ids in the order the engines register,
+        which need not be the ranks'."""
+        import ipyparallel as ipp
+
+        try:
+            ranks = self.client[ids].apply_async(_world_rank).get(timeout=self.start_timeout)
+        except ipp.error.TimeoutError:
+            raise MPILaunchError(f"{self.what}: the new MPI engines did not say their ranks "
+                                 f"within {self.start_timeout:g} s") from None
+        self._ranks = dict(zip(ids, ranks))
+        return self.client[[i for _, i in sorted(zip(ranks, ids))]]
 
     def _wait_for_new(self, old):
         """Wait until n engines other than ``old`` have registered: ipyparallel's own wait
@@ -531,10 +556,11 @@ class Engines:
             self._kill_engines()
             raise
         except ipp.error.CompositeError as exc:
-            raise _remote_exception(exc, what) from None
+            raise _remote_exception(exc, what, ranks=self._ranks) from None
         except ipp.error.RemoteError as exc:
-            raise _remote_exception(exc, what) from None
-        order = sorted(range(len(results)), key=lambda i: ar.engine_id[i])
+            raise _remote_exception(exc, what, ranks=self._ranks) from None
+        order = sorted(range(len(results)),
+                       key=lambda i: self._ranks.get(ar.engine_id[i], ar.engine_id[i]))
         return [results[i] for i in order]
 
 
@@ -563,7 +589,7 @@ class Engines:
         failed = next(p for p in parts if p.done() and p.exception() is not None)
         self._kill_engines()
         raise _remote_exception(
-            failed.exception(), what,
+            failed.exception(), what, ranks=self._ranks,
             note=(f"ranks {', '.join(map(str, waiting))}" if len(waiting) > 1
                   else f"rank {waiting[0]}")
             + f" had not finished {RAISED_GRACE:g} s later (left waiting for a message or a "
