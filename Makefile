@@ -126,14 +126,12 @@ OMPI_TESTS := tests/test_kernels.py tests/test_launch.py \
 # the engines' restart paths are ipyparallel's whatever the MPI: run once, under make test
 OMPI_SKIP := not (named_engines_again or engines_deadlock_times_out or interrupting_a_stuck \
   or controller_still_counts)
-# OMPI_SETUP_NICE: a command its setup runs under (.ci/run: nice, see there)
-OMPI_SETUP_NICE ?=
 test-openmpi:
 	@command -v mpicc.openmpi >/dev/null || { echo "Open MPI is not installed (apt-get install openmpi-bin libopenmpi-dev)"; exit 1; }
 	mkdir -p $(OMPI_DIR)
 	git ls-files -z --cached --others --exclude-standard | \
 	  tar --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -xf - -C $(OMPI_DIR)
-	HPCLAB_OPT=-O0 $(OMPI_SETUP_NICE) $(MAKE) -C $(OMPI_DIR) setup MPI=system EXTRAS=test MPICC=$$(command -v mpicc.openmpi)
+	HPCLAB_OPT=-O0 $(MAKE) -C $(OMPI_DIR) setup MPI=system EXTRAS=test MPICC=$$(command -v mpicc.openmpi)
 	cd $(OMPI_DIR) && PATH=$(abspath $(OMPI_DIR))/.venv/bin:$$PATH $(YIELD_ENV) \
 	  MPIEXEC=$$(command -v mpiexec.openmpi) HPCLAB_PROFILE=quick \
 	  .venv/bin/python -m pytest -p no:cacheprovider $(OMPI_TESTS) -k "$(OMPI_SKIP)"
