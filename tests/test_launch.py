@@ -228,6 +228,36 @@ def test_fresh_engines_work_while_the_controller_still_counts_the_killed_ones(mo
             eng.run(_fail_on_rank_one, timeout=30, what="unhappy test")
 
 
+def test_a_restart_after_the_killed_engines_left_finds_new_ones_on_the_same_ids(monkeypatch):
+    """The controller gives an engine its rank as id when that id is free: once it has
+    dropped the killed engines (the nanny's word is usually quick), the fresh ones take the
+    same ids. A restart that told new engines from old by id saw none and waited for its
+    start timeout; it tells them by the controller's uuid of each engine."""
+    from hpclab import engines as engines_module
+
+    kill = engines_module.Engines._kill_engines
+
+    def kill_and_wait_until_dropped(self):
+        gone = set(self.client.ids)
+        kill(self)
+        deadline = time.monotonic() + 60
+        while set(self.client.ids) & gone and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not set(self.client.ids) & gone, "the controller kept the killed engines"
+
+    monkeypatch.setattr(engines_module.Engines, "_kill_engines", kill_and_wait_until_dropped)
+    with launch.cluster(n=2, timeout=60, start_timeout=30) as eng:
+        first = eng.run(_ranks, timeout=30)
+        ids = set(eng.client.ids)
+        eng.restart()
+        second = eng.run(_ranks, timeout=30)
+        assert [(r, s) for r, s, _ in second] == [(0, 2), (1, 2)]
+        assert set(eng.view.targets) == ids, "the fresh engines took other ids than their ranks"
+        assert not {p for _, _, p in first} & {p for _, _, p in second}
+        pids = eng.pids
+    assert not wait_dead(list(pids) + [p for _, _, p in second])
+
+
 def test_engines_stop_on_keyboard_interrupt():
     with pytest.raises(KeyboardInterrupt):
         with launch.cluster(n=2, timeout=30) as eng:

@@ -348,7 +348,7 @@ class Engines:
                 f"--IPEngine.wait_for_url_file={self.start_timeout:g}"]
 
     def _start_engines(self, old=frozenset()):
-        """Start n engines and view them; ``old``: the ids of engines killed before (a
+        """Start n engines and view them; ``old``: the uuids of engines killed before (a
         restart), which the controller may still count as registered (see restart)."""
         import ipyparallel as ipp
 
@@ -370,8 +370,16 @@ class Engines:
             raise MPILaunchError(
                 f"{self.what}: the MPI engines stopped while starting ({exc}). mpiexec "
                 f"said:\n{self._engine_output()}") from None
-        self.view = self._in_rank_order(sorted(set(self.client.ids) - set(old)))
+        self.view = self._in_rank_order(sorted(i for i, u in self._registered().items()
+                                               if u not in old))
         self.view.block = False
+
+    def _registered(self):
+        """{engine id: uuid} of the engines the controller counts as registered. An id is
+        reused (an engine asks for its rank as id and gets it when free); a uuid is not."""
+        while True:
+            with contextlib.suppress(RuntimeError):  # changed by the client's thread meanwhile
+                return dict(self.client._engines)
 
     def _in_rank_order(self, ids):
         """A view of the engines ``ids`` in the order of their MPI ranks, and ``_ranks``, the
@@ -390,13 +398,13 @@ class Engines:
         return self.client[[i for _, i in sorted(zip(ranks, ids))]]
 
     def _wait_for_new(self, old):
-        """Wait until n engines other than ``old`` have registered: ipyparallel's own wait
-        counts every registered engine, dead ones too, and raises when one of them is
-        unregistered meanwhile."""
+        """Wait until n engines whose uuids are not in ``old`` have registered: ipyparallel's
+        own wait counts every registered engine, dead ones too, and raises when one of them
+        is unregistered meanwhile."""
         import ipyparallel as ipp
 
         deadline = time.monotonic() + self.start_timeout
-        while len(set(self.client.ids) - old) < self.n:
+        while len(set(self._registered().values()) - old) < self.n:
             if any(getattr(es, "state", None) == "after"
                    for es in (self.cluster.engines or {}).values()):
                 raise ipp.error.EngineError("the engine set exited")
@@ -467,15 +475,21 @@ class Engines:
         """Replace the engines by fresh ones (after a deadlock, say)."""
         if self.cluster is None:
             raise MPILaunchError("the engines are stopped; start a new cluster")
-        old = frozenset(self.client.ids)
+        old = frozenset(self._registered().values())
         if not self._stale:
             self._kill_engines()
         # the controller forgets a killed engine when ipyparallel's nanny (a process of its
         # own beside each engine) says it exited, or after HEARTBEAT's 30 s of silence; both
-        # can take longer on a loaded machine. The new engines are told from the old by id,
-        # not by waiting for the old ones to be gone (a view of every registered engine once
-        # held killed ones, and every call on it waited for its timeout)
-        self._start_engines(old | frozenset(self.client.ids))
+        # can take longer on a loaded machine. The new engines are told from the old by the
+        # uuid the controller gave each (not by id: a fresh engine takes its rank as id when
+        # the killed one's is free), not by waiting for the old ones to be gone (a view of
+        # every registered engine once held killed ones, and every call on it waited for its
+        # timeout)
+        try:
+            self._start_engines(old | frozenset(self._registered().values()))
+        except BaseException:
+            self._kill_engines()  # what started of a failed set; the next run tries again
+            raise
         self._stale = False
 
     def stop(self) -> None:
