@@ -176,7 +176,8 @@ def each_wrong_answer_loses_only_its_own_points(lab, tmp_path, monkeypatch):
     those cells (re)defined, when a graded cell reads what it defines, the graded cells among
     them; the cells the case before it edited run again with the solution's sources in the
     same pass, which gives the state back. Cells that read nothing an answer changed (the
-    measurements, the simulation, the checks of other answers) and figures run once."""
+    measurements, the simulation, the checks of other answers) run once; figures, tables and
+    demonstrations no check reads, never."""
     from nbclient import NotebookClient
 
     monkeypatch.setenv("HPCLAB_PROFILE", "quick")
@@ -240,8 +241,13 @@ def each_wrong_answer_loses_only_its_own_points(lab, tmp_path, monkeypatch):
                         dirty |= names[i][0] | (_names(edited[i])[0] if edited.get(i)
                                                 else set())
 
+        # the first pass: the cells a verdict can depend on, and the ones that load a magic
+        # (which defines no name); the figures, tables and demonstrations the checks never
+        # read are left out (the grading round trip runs every cell of the solution)
         for i in code[:-1]:
-            execute(i, solution[i])
+            if i in needed or any(line.startswith("%") and not line.startswith("%%")
+                                  for line in solution[i].splitlines()):
+                execute(i, solution[i])
         broken = {_grade_id(nb.cells[i]): _error(nb.cells[i]) for i in graded
                   if i < last and _failed(nb.cells[i])}
         # every cell that raised, graded or not (an answer's input, e.g. a measurement, may be
