@@ -131,6 +131,18 @@ def table(title, rows, columns, fmt="{:.3f}"):
         print("".join(f"{c:>{w}}" for c, w in zip(r, widths)))
 
 
+def in_random_order(comm, parts):
+    """Under mpiexec, every rank: run each of ``parts`` ({name: callable}) once, in an order
+    rank 0 draws anew every round; {name: what it returned}. Two runs of the same code in the
+    Jacobi bench differed by 9% by their place in a fixed order (the first slower): a drawn
+    order spreads that over the rounds instead of charging it to one side."""
+    import random
+
+    order = comm.bcast(random.sample(list(parts), len(parts)) if comm.Get_rank() == 0
+                       else None, root=0)
+    return {name: parts[name]() for name in order}
+
+
 def rounds(module, args, count, n, timeout, bind, what):
     """Run ``python -m <module> _ours ARGS`` under mpiexec on n ranks ``count`` times and
     return what each round emitted (:mod:`hpclab.protocol`), reporting progress on stderr."""

@@ -117,6 +117,21 @@ def last_level_cache_bytes():
     return max(sizes) if sizes else None
 
 
+def last_level_share_bytes(described=None):
+    """One core's share of the last-level data (or unified) cache: its size over the cores
+    that share it (SMT siblings count as one core), in bytes; None when the machine does not
+    say. ``described``: a machine description (:func:`describe`) instead of this one."""
+    topo = described if described else topology()
+    per_core = max(1, (topo["logical_cpus"] or 1) // (topo["physical_cores"] or 1))
+    found = [c for c in (described["caches"] if described else caches())
+             if c["size_bytes"] and c["type"] != "Instruction"]
+    if not found:
+        return None
+    last = max(found, key=lambda c: (c["level"], c["size_bytes"]))
+    cores = max(1, (last["shared_by_cpus"] or 1) // per_core)
+    return last["size_bytes"] // cores
+
+
 # a memory-bound timing's working set per rank is at least this many times the last-level
 # cache (one instance; 32 MiB where the machine does not say): the one rule by which the labs
 # size what they time

@@ -28,6 +28,31 @@ def test_distributed_sweeps_equal_a_serial_sweep(impl, decomposition, overlap):
         assert got is None
 
 
+@pytest.mark.parametrize("budget", [1, 3 * 7 * 8 * 5])
+def test_blocked_sweeps_equal_a_serial_sweep(budget):
+    """Spatial blocking (rows of j in blocks, each through every plane): blocks of one row,
+    and of three with a remainder, give the serial sweep's field."""
+    from hpclab.chapters.jacobi.kernels import _jacobi
+
+    shape = (6, 11, 5)
+    u0 = np.random.default_rng(5).random(shape) if COMM.Get_rank() == 0 else None
+    before = _jacobi.cache()
+    _jacobi.set_cache(budget)
+    try:
+        assert _jacobi.block_rows(budget, 11, 5) == (1 if budget == 1 else 3)
+        assert _jacobi.block_rows(0, 11, 5) == _jacobi.block_rows(3 * 13 * 7 * 8, 11, 5) == 11
+        for impl in ("c", "cython"):
+            for decomposition, overlap in (("slab", False), ("cube", True)):
+                got = jacobi.field(COMM, u0, impl=impl, decomposition=decomposition,
+                                   overlap=overlap, sweeps=3)
+                if COMM.Get_rank() == 0:
+                    np.testing.assert_allclose(got, jacobi.serial_sweeps(u0, sweeps=3),
+                                               rtol=1e-13, atol=1e-13,
+                                               err_msg=f"{impl} {decomposition}")
+    finally:
+        _jacobi.set_cache(before)
+
+
 @pytest.mark.parametrize("impl", jacobi.IMPLEMENTATIONS)
 def test_metrics_of_a_run(impl):
     t = jacobi.RUNNERS[impl](COMM, "cube", 10, 8, 6, sweeps=2, repetitions=2)

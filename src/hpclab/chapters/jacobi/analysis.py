@@ -284,6 +284,55 @@ def roof_words(share, L, meta):
             "sweep's memory traffic and has no stencil.")
 
 
+def blocking_table(meta, sizes=(128, 256, 384, 1024)):
+    """The spatial blocking of the C and Cython sweeps at each L (planes of L x L points) on
+    the run's machine, and its traffic model: the bytes of u one update loads from memory. A
+    sweep reads planes i - 1, i and i + 1 of u at once; when the three fit the cache budget
+    (kernels.cache_budget: a share of one core's part of the last-level cache), each plane
+    comes from memory once (as i + 1) and is reused as i and i - 1: 8 bytes per update. When
+    they do not, planes i and i - 1 come again: 24. Blocks of b rows of j, each through every
+    plane, fit the budget and read two rows of halo per block again: 8 (b + 2) / b. (f and
+    the new value move 16 more bytes in every case, 24 with write-allocate.) Empty when the
+    machine does not report its caches."""
+    from hpclab.chapters.jacobi.kernels import _jacobi, cache_budget
+
+    budget = cache_budget(meta.get("machine") or None)
+    rows = []
+    if not budget:
+        return pd.DataFrame(rows)
+    for L in sizes:
+        planes = 3 * (L + 2) ** 2 * 8
+        b = _jacobi.block_rows(budget, L, L)
+        plain = 8.0 if planes <= budget else 24.0
+        rows.append({"L": L, "three planes of u [MiB]": planes / 2**20,
+                     "budget [MiB]": budget / 2**20, "rows per block": b,
+                     "u from memory, unblocked [B/update]": plain,
+                     "u from memory, blocked [B/update]": 8.0 * (b + 2) / b if b < L
+                     else plain})
+    return pd.DataFrame(rows)
+
+
+def blocking_words(table):
+    """What the page says of the blocking, from :func:`blocking_table`."""
+    if table.empty:
+        return ("This machine does not report its caches, so the sweeps run unblocked here.")
+    fit = table[table["rows per block"] >= table["L"]]
+    blocked = table[table["rows per block"] < table["L"]]
+    parts = []
+    if len(fit):
+        parts.append(f"at L = {', '.join(map(str, fit['L']))} the three planes fit the "
+                     f"{table['budget [MiB]'].iloc[0]:.1f} MiB budget and a sweep runs "
+                     "unblocked")
+    if len(blocked):
+        r = blocked.iloc[-1]
+        at = "" if len(blocked) == 1 else f" at L = {int(r['L'])}"
+        parts.append(f"at L = {', '.join(map(str, blocked['L']))} they do not, and{at} blocks "
+                     f"of {int(r['rows per block'])} rows load "
+                     f"{r['u from memory, blocked [B/update]']:.2f} bytes of u per update from "
+                     f"memory instead of {r['u from memory, unblocked [B/update]']:.0f}")
+    return "On this machine " + "; ".join(parts) + "."
+
+
 def _largest_cache(meta):
     """The largest data cache the run's machine description lists, in bytes (0: none)."""
     caches = [c for c in meta.get("machine", {}).get("caches", [])

@@ -13,6 +13,7 @@ import sys
 import numpy as np
 
 from hpclab import launch, profiles, protocol
+from hpclab.bench import in_random_order
 
 TIMEOUT = profiles.timeout("amdahl", "full")
 BYTES = 24
@@ -37,13 +38,18 @@ def _ours(shape, repetitions=5):
     comm = MPI.COMM_WORLD
     nx, ny, nz = shape
     n = nx * ny * nz
-    out = {}
-    for impl in ("c", "cython"):
-        t = amdahl.RUNNERS[impl](comm, "none", nx, ny, nz, repetitions=repetitions)
-        out[impl] = BYTES * n / float(np.min(t[amdahl.PHASES.index("add")])) / 1e9
     per_rank = -(-n // comm.Get_size())
-    seconds = stream.add_seconds_slowest(comm, per_rank, ntimes=repetitions + 1)
-    out["stream_add"] = BYTES * per_rank * comm.Get_size() / seconds / 1e9
+
+    def add(impl):
+        t = amdahl.RUNNERS[impl](comm, "none", nx, ny, nz, repetitions=repetitions)
+        return BYTES * n / float(np.min(t[amdahl.PHASES.index("add")])) / 1e9
+
+    def stream_add():
+        seconds = stream.add_seconds_slowest(comm, per_rank, ntimes=repetitions + 1)
+        return BYTES * per_rank * comm.Get_size() / seconds / 1e9
+
+    out = in_random_order(comm, {"c": lambda: add("c"), "cython": lambda: add("cython"),
+                                 "stream_add": stream_add})
     if comm.Get_rank() == 0:
         protocol.emit(out)
 

@@ -29,6 +29,9 @@ cdef extern from "jacobi.h" nogil:
     void hpclab_jacobi_weights(const hpclab_topo *t, double *w, double *diag)
     int hpclab_jacobi_fault
     double hpclab_jacobi_streams(long l, int sweeps, int repetitions)
+    void hpclab_jacobi_set_cache(size_t budget)
+    size_t hpclab_jacobi_cache()
+    long hpclab_jacobi_block_rows(size_t budget, long ny, long nz)
 
 DECOMPOSITIONS = ("slab", "pencil", "cube")
 METRICS = ("sweep", "compute", "halo", "cut")
@@ -49,6 +52,22 @@ def streams(long L, int sweeps=10, int repetitions=5):
         raise JacobiError(f"the streams-only pass on {L}^3 points computed a wrong value "
                           "or could not allocate its arrays")
     return best
+
+
+def set_cache(size_t budget):
+    """The bytes of cache the three planes of u a sweep reads may fill (spatial blocking of
+    both kernels, see jacobi.h); 0: no blocking."""
+    hpclab_jacobi_set_cache(budget)
+
+
+def cache():
+    """The budget in force (set_cache)."""
+    return hpclab_jacobi_cache()
+
+
+def block_rows(size_t budget, long ny, long nz):
+    """Rows of j per block on ny x nz points per plane under ``budget`` (see jacobi.h)."""
+    return hpclab_jacobi_block_rows(budget, ny, nz)
 
 
 def _set_fault(int on):
@@ -111,15 +130,21 @@ cdef void _update(hpclab_topo *t, double *u, double *f, double *unew, double *w,
     cdef size_t sy = <size_t>(t.local[2] + 2)
     cdef size_t sx = <size_t>(t.local[1] + 2) * sy
     cdef double w0 = w[0], w1 = w[1], w2 = w[2], inv = 1.0 / diag
-    cdef long i, j, k
+    cdef long rows = hpclab_jacobi_block_rows(hpclab_jacobi_cache(), t.local[1], t.local[2])
+    cdef long i, j, k, jb, je
     cdef size_t row, c
-    for i in range(i0, i1 + 1):
-        for j in range(j0, j1 + 1):
-            row = (<size_t>i * <size_t>(t.local[1] + 2) + <size_t>j) * sy
-            for k in range(k0, k1 + 1):
-                c = row + <size_t>k
-                unew[c] = (w0 * (u[c - sx] + u[c + sx]) + w1 * (u[c - sy] + u[c + sy])
-                           + w2 * (u[c - 1] + u[c + 1]) + f[c]) * inv
+    # blocks of j rows, each through every plane i (spatial blocking, see jacobi.h)
+    jb = j0
+    while jb <= j1:
+        je = min(jb + rows - 1, j1)
+        for i in range(i0, i1 + 1):
+            for j in range(jb, je + 1):
+                row = (<size_t>i * <size_t>(t.local[1] + 2) + <size_t>j) * sy
+                for k in range(k0, k1 + 1):
+                    c = row + <size_t>k
+                    unew[c] = (w0 * (u[c - sx] + u[c + sx]) + w1 * (u[c - sy] + u[c + sy])
+                               + w2 * (u[c - 1] + u[c + 1]) + f[c]) * inv
+        jb += rows
 
 
 cdef void _shell(hpclab_topo *t, double *u, double *f, double *unew, double *w,

@@ -11,8 +11,11 @@ this access pattern, so the gap between it and C is the stencil's cached loads a
 When Devito is importable (``pip install devito``: never a dependency of hpclab), every
 rank also sweeps an L^3 grid of its own with Devito's operator for the same update (float64,
 ``opt='advanced'``, one thread, checked against numpy first), in the same job: the best
-public code for this stencil, side by side. Prints MLUP/s per rank of the compute phase and
-of the roofs as median over rounds [min-max], and the ratios (each round's, then the median).
+public code for this stencil, side by side. C also runs without its spatial blocking
+(c_plain), and then both on planes too wide for the cache budget (--flat-planes), where the
+blocking is what keeps the planes of u in the cache. Prints MLUP/s per rank of the compute
+phase and of the roofs as median over rounds [min-max], and the ratios (each round's, then
+the median).
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ import time
 import numpy as np
 
 from hpclab import launch, profiles, protocol
+from hpclab.bench import in_random_order
 
 TIMEOUT = profiles.timeout("jacobi", "full")
 
@@ -30,8 +34,13 @@ TIMEOUT = profiles.timeout("jacobi", "full")
 def add_arguments(p):
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--ranks", type=int, default=None, help="default: the usable cores")
-    p.add_argument("--L", type=int, default=128, help="points per rank and dimension")
+    p.add_argument("--L", type=int, nargs="+", default=[128, 256, 384],
+                   help="points per rank and dimension, one or more sizes (default: 128 256 "
+                   "384: planes of u that fit a core's private cache, and two that do not)")
     p.add_argument("--no-bind", action="store_true", help="do not bind ranks to cores")
+    p.add_argument("--flat-planes", type=int, default=16, metavar="NX",
+                   help="also sweep NX planes per rank as wide as needed to pass the cache "
+                   "budget, blocked and not (0: skip)")
 
 
 DEVITO_HINT = ("Devito is not importable here: `pip install devito` in this environment (it is "
@@ -101,6 +110,44 @@ def _devito_mlups(comm, L, sweeps, repetitions=5):
     return sweeps * L**3 / best / 1e6
 
 
+def _flat(L, nx, sweeps=10):
+    """Runs under mpiexec: compute-phase MLUP/s per rank of C with and without spatial
+    blocking on nx planes of L x L points per rank, planes too large for the cache budget."""
+    from mpi4py import MPI
+
+    from hpclab.chapters.jacobi import kernels as jacobi
+    from hpclab.chapters.jacobi.kernels import _jacobi
+
+    comm = MPI.COMM_WORLD
+    dims = jacobi.process_grid("cube", comm.Get_size())
+    budget = _jacobi.cache()
+
+    def sweep(cache):
+        _jacobi.set_cache(cache)
+        try:
+            t = jacobi.run_c(comm, "cube", nx * dims[0], L * dims[1], L * dims[2],
+                             sweeps=sweeps, repetitions=5)
+        finally:
+            _jacobi.set_cache(budget)
+        return nx * L**2 / float(np.min(t[1])) / 1e6
+
+    out = in_random_order(comm, {"c": lambda: sweep(budget), "c_plain": lambda: sweep(0)})
+    if comm.Get_rank() == 0:
+        protocol.emit(out)
+
+
+def flat_side(budget, step=256):
+    """The side of the planes the bench blocks: the smallest multiple of ``step`` whose three
+    planes of u hold at least four times the cache budget, twice a core's share of the last
+    level (a rank alone on a machine may have more than its share); 0: no budget."""
+    if not budget:
+        return 0
+    L = step
+    while 3 * (L + 2) ** 2 * 8 < 4 * budget:
+        L += step
+    return L
+
+
 def _ours(L, sweeps=10):
     """Runs under mpiexec: compute-phase MLUP/s per rank of C and Cython, and STREAM add's
     GB/s per rank (its slowest rank's time) on arrays as large as one rank's field."""
@@ -112,18 +159,32 @@ def _ours(L, sweeps=10):
 
     comm = MPI.COMM_WORLD
     dims = jacobi.process_grid("cube", comm.Get_size())
-    out = {}
-    for impl in ("c", "cython"):
-        t = jacobi.RUNNERS[impl](comm, "cube", L * dims[0], L * dims[1], L * dims[2],
-                                 sweeps=sweeps, repetitions=5)
-        out[impl] = L**3 / float(np.min(t[1])) / 1e6
-    comm.Barrier()
-    out["streams"] = L**3 / comm.allreduce(_jacobi.streams(L, sweeps, 5), op=MPI.MAX) / 1e6
+    budget = _jacobi.cache()
+
+    def sweep(impl, cache):
+        _jacobi.set_cache(cache)
+        try:
+            t = jacobi.RUNNERS[impl](comm, "cube", L * dims[0], L * dims[1], L * dims[2],
+                                     sweeps=sweeps, repetitions=5)
+        finally:
+            _jacobi.set_cache(budget)
+        return L**3 / float(np.min(t[1])) / 1e6
+
+    def streams():
+        comm.Barrier()
+        return L**3 / comm.allreduce(_jacobi.streams(L, sweeps, 5), op=MPI.MAX) / 1e6
+
     n = (L + 2) ** 3
-    out["stream_add"] = 24 * n / stream.add_seconds_slowest(comm, n) / 1e9
-    devito = _devito_mlups(comm, L, sweeps)
-    if devito is not None:
-        out["devito"] = devito
+    parts = {
+        "c": lambda: sweep("c", budget), "cython": lambda: sweep("cython", budget),
+        # the C sweep without spatial blocking: what the blocking gains
+        "c_plain": lambda: sweep("c", 0), "streams": streams,
+        "stream_add": lambda: 24 * n / stream.add_seconds_slowest(comm, n) / 1e9,
+        "devito": lambda: _devito_mlups(comm, L, sweeps),
+    }
+    out = in_random_order(comm, parts)
+    if out["devito"] is None:
+        del out["devito"]
     if comm.Get_rank() == 0:
         protocol.emit(out)
 
@@ -132,20 +193,70 @@ def run(args):
     ranks = args.ranks or launch.usable_cores()
     bind = [] if args.no_bind else launch.bind_to_core()
     print(__doc__.split("\n\n", 1)[1])
-    print(f"ranks: {ranks}, binding: {' '.join(bind) or 'none'}; L = {args.L}; "
-          f"{args.rounds} rounds")
+    print(_blocking())
+    out = {}
+    for L in args.L:
+        print(f"\nranks: {ranks}, binding: {' '.join(bind) or 'none'}; L = {L}; "
+              f"{args.rounds} rounds")
+        out.update(_run_size(args, L, ranks, bind))
+    if args.flat_planes:
+        out.update(_run_flat(args, ranks, bind))
+    return out
+
+
+def _run_flat(args, ranks, bind):
+    """C with and without blocking, on planes beyond the cache budget."""
+    from hpclab.bench import compare_rounds, rounds as bench_rounds, spread, table
+    from hpclab.chapters.jacobi.kernels import _jacobi
+
+    L, nx = flat_side(_jacobi.cache()), args.flat_planes
+    if not L:
+        print("\nno cache budget on this machine: no blocked sweep to compare")
+        return {}
+    print(f"\nranks: {ranks}; {nx} planes of {L} x {L} points per rank (three planes: "
+          f"{3 * (L + 2) ** 2 * 8 / 2**20:.0f} MiB, the budget "
+          f"{_jacobi.cache() / 2**20:.1f} MiB; blocks of "
+          f"{_jacobi.block_rows(_jacobi.cache(), L, L)} rows); {args.rounds} rounds")
+    rounds = bench_rounds("hpclab.chapters.jacobi.kernels.bench", [str(L), str(nx)],
+                          args.rounds, ranks, TIMEOUT, bind, "jacobi sweeps, blocked or not")
+    table("Compute phase, MLUP/s per rank: median over rounds [min-max]",
+          [[spread([o[k] for o in rounds]) for k in ("c", "c_plain")]], ("c", "c_plain"),
+          fmt="{:.0f}")
+    ratio = np.median([o["c"] / o["c_plain"] for o in rounds])
+    print(f"C / C without blocking = {ratio:.3f} on planes beyond the budget")
+    return {f"c/c_plain flat={nx}x{L}x{L}": compare_rounds(rounds, "c", "c_plain",
+                                                           "MLUP/s per rank", False)}
+
+
+def _blocking():
+    """One line on the spatial blocking in force (the budget from this machine's caches)."""
+    from hpclab import machine
+    from hpclab.chapters.jacobi import kernels as jacobi
+    from hpclab.chapters.jacobi.kernels import _jacobi
+
+    budget = _jacobi.cache()
+    if not budget:
+        return "spatial blocking: off (this machine does not report its caches)"
+    return (f"spatial blocking: the three planes of u a sweep reads may fill "
+            f"{budget / 2**20:.1f} MiB ({jacobi.CACHE_SHARE:g} of a core's "
+            f"{machine.last_level_share_bytes() / 2**20:.1f} MiB share of the last-level "
+            "cache); rows per block at L = 128, 256, 384: "
+            + ", ".join(str(_jacobi.block_rows(budget, n, n)) for n in (128, 256, 384)))
+
+
+def _run_size(args, L, ranks, bind):
     from hpclab.bench import rounds as bench_rounds, spread, table
 
-    rounds = bench_rounds("hpclab.chapters.jacobi.kernels.bench", [str(args.L)],
+    rounds = bench_rounds("hpclab.chapters.jacobi.kernels.bench", [str(L)],
                           args.rounds, ranks, TIMEOUT, bind, "jacobi sweeps against STREAM add")
 
     for o in rounds:
         o["roof24"] = o["stream_add"] * 1e9 / 24 / 1e6
         o["roof32"] = o["stream_add"] * 1e9 / 32 / 1e6
-    names = ("c", "cython", "streams", "roof24", "roof32")
+    names = ("c", "c_plain", "cython", "streams", "roof24", "roof32")
     has_devito = all("devito" in o for o in rounds)
     if has_devito:
-        names = ("c", "cython", "devito") + names[2:]
+        names = ("c", "c_plain", "cython", "devito") + names[3:]
     else:
         print(DEVITO_HINT)
     table("Compute phase, MLUP/s per rank: median over rounds [min-max]",
@@ -159,8 +270,10 @@ def run(args):
           f"{ratio('cython', 'c'):.3f} (target >= 0.9)")
     print(f"streams / roof (24 B) = {ratio('streams', 'roof24'):.3f}: the memory's share; "
           f"C / streams = {ratio('c', 'streams'):.3f}: the stencil's own cost on top")
+    print(f"C / C without blocking = {ratio('c', 'c_plain'):.3f}: what the blocking gains "
+          "at this size")
     pairs = [("c", "roof24"), ("c", "roof32"), ("cython", "c"), ("streams", "roof24"),
-             ("c", "streams")]
+             ("c", "streams"), ("c", "c_plain")]
     if has_devito:
         pairs += [("c", "devito"), ("cython", "devito")]
         print(f"C / Devito = {ratio('c', 'devito'):.3f}, Cython / Devito = "
@@ -168,7 +281,7 @@ def run(args):
               "float64, opt='advanced', one thread per rank, the same binding)")
     from hpclab.bench import compare_rounds
 
-    return {f"{a}/{b} L={args.L}": compare_rounds(rounds, a, b, "MLUP/s per rank", False)
+    return {f"{a}/{b} L={L}": compare_rounds(rounds, a, b, "MLUP/s per rank", False)
             for a, b in pairs}
 
 
@@ -181,7 +294,8 @@ def _devito_version():
 def main(argv=None):
     from hpclab.bench import script
 
-    return script(__name__, argv, lambda L: _ours(int(L)))
+    return script(__name__, argv, lambda L, nx="0": _flat(int(L), int(nx)) if int(nx)
+                  else _ours(int(L)))
 
 
 if __name__ == "__main__":

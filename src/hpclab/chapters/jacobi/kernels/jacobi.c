@@ -94,7 +94,33 @@ double hpclab_jacobi_error(const hpclab_topo *t, const double *u)
     return worst;
 }
 
-/* unew = (sum of w * neighbours + f) / diag on the box [i0, i1] x [j0, j1] x [k0, k1] */
+static size_t cache_budget = 0;
+
+void hpclab_jacobi_set_cache(size_t budget)
+{
+    cache_budget = budget;
+}
+
+size_t hpclab_jacobi_cache(void)
+{
+    return cache_budget;
+}
+
+long hpclab_jacobi_block_rows(size_t budget, long ny, long nz)
+{
+    /* a row of one plane with its two halo points; a block of b rows reads b + 2 of them
+     * in each of the three planes */
+    const size_t row = (size_t)(nz + 2) * sizeof(double);
+    long b;
+
+    if (budget == 0 || ny < 1 || 3 * (size_t)(ny + 2) * row <= budget)
+        return ny < 1 ? 1 : ny;
+    b = (long)(budget / (3 * row)) - 2;
+    return b < 1 ? 1 : b;
+}
+
+/* unew = (sum of w * neighbours + f) / diag on the box [i0, i1] x [j0, j1] x [k0, k1],
+ * in blocks of j rows (hpclab_jacobi_block_rows): each block through every plane i */
 static void update(const hpclab_topo *t, const double *restrict u, const double *restrict f,
                    double *restrict unew, const double *w, double diag, long i0, long i1,
                    long j0, long j1, long k0, long k1)
@@ -102,18 +128,23 @@ static void update(const hpclab_topo *t, const double *restrict u, const double 
     const size_t sx = (size_t)(t->local[1] + 2) * (size_t)(t->local[2] + 2);
     const size_t sy = (size_t)(t->local[2] + 2);
     const double w0 = w[0], w1 = w[1], w2 = w[2], inv = 1.0 / diag;
+    const long rows = hpclab_jacobi_block_rows(cache_budget, t->local[1], t->local[2]);
 
-    for (long i = i0; i <= i1; i++)
-        for (long j = j0; j <= j1; j++) {
-            const size_t row = IDX(t, i, j, 0);
+    for (long jb = j0; jb <= j1; jb += rows) {
+        const long je = jb + rows - 1 < j1 ? jb + rows - 1 : j1;
 
-            for (long k = k0; k <= k1; k++) {
-                const size_t c = row + (size_t)k;
+        for (long i = i0; i <= i1; i++)
+            for (long j = jb; j <= je; j++) {
+                const size_t row = IDX(t, i, j, 0);
 
-                unew[c] = (w0 * (u[c - sx] + u[c + sx]) + w1 * (u[c - sy] + u[c + sy])
-                           + w2 * (u[c - 1] + u[c + 1]) + f[c]) * inv;
+                for (long k = k0; k <= k1; k++) {
+                    const size_t c = row + (size_t)k;
+
+                    unew[c] = (w0 * (u[c - sx] + u[c + sx]) + w1 * (u[c - sy] + u[c + sy])
+                               + w2 * (u[c - 1] + u[c + 1]) + f[c]) * inv;
+                }
             }
-        }
+    }
 }
 
 /* the points next to a face of the block (they read the halo) */

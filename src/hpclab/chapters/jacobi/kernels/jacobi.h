@@ -67,6 +67,22 @@ void hpclab_jacobi_weights(const hpclab_topo *t, double *w, double *diag);
  */
 double hpclab_jacobi_streams(long l, int sweeps, int repetitions);
 
+/*
+ * Spatial blocking: the bytes of cache that the three planes of u a sweep reads at once
+ * (i - 1, i, i + 1) may fill (the Python package gives a share of one core's part of the
+ * last-level cache). A sweep walks the j rows in blocks of
+ * hpclab_jacobi_block_rows(budget, ny, nz) rows, every plane i for one block before the next,
+ * so that a plane read as i + 1 is still cached when it is read as i and i - 1. 0 (the
+ * default): no blocking. Set once per process (the Python package sets it at import).
+ */
+void hpclab_jacobi_set_cache(size_t budget);
+size_t hpclab_jacobi_cache(void);
+
+/* Rows per block for a block of ny x nz points per plane (halo excluded): the most whose
+ * three planes of u, with their halo rows, fit the budget (at least 1), or ny when all fit
+ * or the budget is 0. */
+long hpclab_jacobi_block_rows(size_t budget, long ny, long nz);
+
 /* Test hook: when non-zero, the last rank adds 1 to its halo point (0, 1, 1) after every
  * exchange (a neighbour's value, or the boundary), so tests can prove it is caught. */
 extern int hpclab_jacobi_fault;

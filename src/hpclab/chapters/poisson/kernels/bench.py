@@ -20,6 +20,7 @@ import sys
 import numpy as np
 
 from hpclab import launch, profiles, protocol
+from hpclab.bench import in_random_order
 
 TIMEOUT = profiles.timeout("poisson", "standard")
 
@@ -43,22 +44,28 @@ def _ours(N, iterations):
     from hpclab.chapters.stream import kernels as stream
 
     comm = MPI.COMM_WORLD
-    out = {}
-    for impl in ("c", "cython"):
-        t = poisson.RUNNERS[impl](comm, n=N, iterations=iterations, repetitions=3)
-        out[impl] = float(np.min(t[0])) * 1e3
     rows = -(-N // comm.Get_size())  # the largest block's rows
-    comm.Barrier()
-    try:
-        mine, problem = _poisson.streams(rows, N, iterations, 3), None
-    except _poisson.PoissonError as err:  # every rank stops, none is left in the allreduce
-        mine, problem = float("inf"), str(err)
-    problems = [p for p in comm.allgather(problem) if p]
-    if problems:
-        raise SystemExit(problems[0])
-    out["bound"] = comm.allreduce(mine, op=MPI.MAX) * 1e3
     n = (rows + 2) * (N + 2)
-    out["stream_add"] = 24 * n * comm.Get_size() / stream.add_seconds_slowest(comm, n) / 1e9
+
+    def solve(impl):
+        t = poisson.RUNNERS[impl](comm, n=N, iterations=iterations, repetitions=3)
+        return float(np.min(t[0])) * 1e3
+
+    def bound():
+        comm.Barrier()
+        try:
+            mine, problem = _poisson.streams(rows, N, iterations, 3), None
+        except _poisson.PoissonError as err:  # every rank stops, none is left in the allreduce
+            mine, problem = float("inf"), str(err)
+        problems = [p for p in comm.allgather(problem) if p]
+        if problems:
+            raise SystemExit(problems[0])
+        return comm.allreduce(mine, op=MPI.MAX) * 1e3
+
+    parts = {"c": lambda: solve("c"), "cython": lambda: solve("cython"), "bound": bound,
+             "stream_add": lambda: 24 * n * comm.Get_size()
+             / stream.add_seconds_slowest(comm, n) / 1e9}
+    out = in_random_order(comm, parts)
     if comm.Get_rank() == 0:
         protocol.emit(out)
 
