@@ -272,8 +272,9 @@ def roof_words(share, L, meta):
                 "MiB cache, so the memory bound does not apply at this size.")
     if share > 1:
         return ("That is more than the bound: STREAM add and the sweep did not run side by "
-                "side, and this machine's memory bandwidth changes from run to run (the Jacobi "
-                "bench, make bench, measures the two in one job).")
+                "side, this machine's memory bandwidth changes from run to run, and the "
+                "sweep's fields are on huge pages, which STREAM's arrays need not be (the "
+                "Jacobi bench, make bench, measures the two in one job, both on huge pages).")
     if share >= 0.95:
         return "That is the bound, within 5%."
     # (glued as plain text: no markdown)

@@ -219,9 +219,9 @@ def run_cython(MPI.Comm comm not None, int decomposition, long nx, long ny, long
             have = True
             points = hpclab_topo_points(&t)
             nlocal = <size_t>t.local[0] * <size_t>t.local[1] * <size_t>t.local[2]
-            u = <double *>hpclab_alloc(points * sizeof(double), 0)
-            unew = <double *>hpclab_alloc(points * sizeof(double), 0)
-            f = <double *>hpclab_alloc(points * sizeof(double), 0)
+            u = <double *>hpclab_alloc(points * sizeof(double), 1)
+            unew = <double *>hpclab_alloc(points * sizeof(double), 1)
+            f = <double *>hpclab_alloc(points * sizeof(double), 1)
             if is_given:
                 block = <double *>hpclab_alloc(nlocal * sizeof(double), 0)
             failed = u == NULL or unew == NULL or f == NULL or (is_given and block == NULL)

@@ -100,14 +100,15 @@ __all__ = ["run_c", "run_cython", "RUNNERS", "IMPLEMENTATIONS", "OPS", "BYTES_PE
            "openmp", "KernelError"]
 
 
-def add_seconds_slowest(comm, n, ntimes=6):
+def add_seconds_slowest(comm, n, ntimes=6, hugepages=False):
     """STREAM add on every rank of ``comm`` at once (one thread, ``n`` elements each), timed
     as the other chapters' benches time their kernels beside it: each repetition's slowest
     rank, the best repetition. (A rank's own best, as STREAM reports it, flatters add beside
-    a phase that ends when its slowest rank does.)"""
+    a phase that ends when its slowest rank does.) ``hugepages``: as the kernel beside it
+    allocates its arrays."""
     from mpi4py import MPI
 
-    t = run_c(n=n, ntimes=ntimes, threads=1, comm=comm)
+    t = run_c(n=n, ntimes=ntimes, threads=1, hugepages=hugepages, comm=comm)
     mine = np.ascontiguousarray(t[KERNEL.metric_names.index("add")], dtype=float)
     slowest = np.empty_like(mine)
     comm.Allreduce(mine, slowest, op=MPI.MAX)
