@@ -318,16 +318,39 @@ def test_a_lab_runs_reruns_its_engines_saves_and_reopens_cleanly(lab_server, bro
     assert not errors, errors
 
 
+def _engine_starts(lab):
+    """A lab's lines that start engines, with the name they give them blanked."""
+    import re
+
+    cells = nbformat.read(ROOT / "labs" / lab / f"{lab}.ipynb", as_version=4).cells
+    return tuple(re.sub(r'what="[^"]*"', 'what=""', line) for c in cells
+                 if c.cell_type == "code" for line in c.source.splitlines()
+                 if "launch.cluster(" in line)
+
+
+# the labs whose engine start differs from every earlier lab's but for the engines' name: the
+# others start theirs with the same line (run in a kernel by the grading and wrong-answer
+# tests, with the rest of their cells), so the browser starts engines once per distinct line
+_SEEN = {_engine_starts(FULL), ()}
+ENGINES_IN_BROWSER = set()
+for _lab in LABS:
+    if _engine_starts(_lab) not in _SEEN:
+        _SEEN.add(_engine_starts(_lab))
+        ENGINES_IN_BROWSER.add(_lab)
+
+
 @pytest.mark.parametrize("lab", [lab for lab in LABS if lab != FULL])
-def test_every_other_lab_opens_and_starts_its_engines(lab_server, browser, lab):
+def test_every_other_lab_opens_and_a_new_engine_start_runs(lab_server, browser, lab):
+    """Every lab opens and runs its first cell; a lab whose engine start is new (see
+    ENGINES_IN_BROWSER) also runs its engine cell, and its engines stop with its kernel."""
     tag = os.environ["HPCLAB_RUN_TAG"]
     cells = nbformat.read(ROOT / "labs" / lab / f"{lab}.ipynb", as_version=4).cells
     errors = []
     page = _open(browser, lab_server, lab, errors)
     setup = next(i for i, c in enumerate(cells) if c.cell_type == "code")
     assert _run(page, lab, setup) == []
-    starts = [i for i, c in enumerate(cells)
-              if c.cell_type == "code" and "launch.cluster(" in c.source]
+    starts = [i for i, c in enumerate(cells) if lab in ENGINES_IN_BROWSER
+              and c.cell_type == "code" and "launch.cluster(" in c.source]
     for i in starts:
         assert _run(page, lab, i) == []
         assert _engines(tag, lab), "the engine cell started no engines"

@@ -133,9 +133,9 @@ def table(title, rows, columns, fmt="{:.3f}"):
 
 def in_random_order(comm, parts):
     """Under mpiexec, every rank: run each of ``parts`` ({name: callable}) once, in an order
-    rank 0 draws anew every round; {name: what it returned}. Two runs of the same code in the
-    Jacobi bench differed by 9% by their place in a fixed order (the first slower): a drawn
-    order spreads that over the rounds instead of charging it to one side."""
+    rank 0 draws anew every round; {name: what it returned}. Two runs of the same code in one
+    bench differed by 9% by their place in a fixed order (the first slower): a drawn order
+    spreads that over the rounds instead of charging it to one side."""
     import random
 
     order = comm.bcast(random.sample(list(parts), len(parts)) if comm.Get_rank() == 0
