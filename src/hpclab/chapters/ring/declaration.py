@@ -35,8 +35,10 @@ KERNEL = Kernel(
         # payloads in bytes (4: the rank alone); `scale` divides the rings per batch;
         # rank counts 1 .. cores for timings, 1 .. `check_upto` (oversubscribed) for correctness;
         # three repetitions at least: the median of two is their mean, and a t interval from
-        # two values (one degree of freedom) spans orders of magnitude
-        "quick": {"payloads": [4, 256, 4 * _KIB], "scale": 50, "repetitions": 3, "check_upto": 4,
+        # two values (one degree of freedom) spans orders of magnitude. quick's rings are a
+        # 500th of a timed run's: the suite's ranks sleep between polls (make test), about
+        # 0.1 ms a message, and at a 50th the ring lab's quick sweep took 16 s of a run
+        "quick": {"payloads": [4, 256, 4 * _KIB], "scale": 500, "repetitions": 3, "check_upto": 4,
                   "timeout": 60},
         "standard": {"payloads": [4, 64, _KIB, 16 * _KIB, 256 * _KIB, _MIB], "scale": 1,
                      "repetitions": 5, "check_upto": 8, "timeout": 300},
