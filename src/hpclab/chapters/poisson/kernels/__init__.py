@@ -19,10 +19,11 @@ itself on rank 0.
 import numpy as np
 
 from hpclab.chapters.poisson.declaration import KERNEL
-from hpclab.kernels import KernelError, check_mpi_match
+from hpclab.kernels import KernelError, check_isa_match, check_mpi_match
 from hpclab.kernels.api import build, check_comm
 
 check_mpi_match()
+check_isa_match("poisson")
 
 from . import _poisson
 from ._python import apply_a, exact, f, mesh, run_python as _run_python
