@@ -39,6 +39,25 @@ def test_reference_tables_match_their_reports():
     assert ring[("internode", "irecv")] == 1.33861
 
 
+def test_report_003_rows_agree_with_the_ratios_the_report_prints():
+    """Transcription checks: the ratios report 003 prints beside its numbers follow from them
+    (to the rounding it prints), and its efficiencies fall with the order as it says."""
+    fd = reference.load("shaheen_hpcscan_fd_d2").set_index(["mode", "quantity"])["value"]
+    node = reference.load("shaheen_node").set_index("quantity")["value"]
+    assert round(fd[("CacheBlk", "max_bandwidth_GBps")] / fd[("Baseline", "max_bandwidth_GBps")],
+                 1) == fd[("CacheBlk", "speedup_over_baseline")] == 3.2
+    assert round(fd[("CacheBlk", "max_bandwidth_GBps")] / float(node["peak_memory_bandwidth"])) == 7
+    assert round(100 * fd[("CacheBlk", "max_gflops")] / (1000 * float(node["peak_single"]))) == \
+        fd[("CacheBlk", "percent_of_peak_gflops")] == 17
+    propa = reference.load("shaheen_hpcscan_propa").set_index(["fd_order", "quantity"])["value"]
+    assert round(propa[(4, "elapsed_s")] / propa[(8, "elapsed_s")], 1) == propa[(4, "slowdown_vs_o8")]
+    eff = reference.load("shaheen_hpcscan_scaling")
+    for _, g in eff.groupby("scaling"):
+        assert g.sort_values("fd_order")["parallel_efficiency_percent"].is_monotonic_decreasing
+    grid = reference.load("shaheen_hpcscan_grid")
+    assert (round(100 * grid["bandwidth_GBps"] / grid["peak_GBps"]) == grid["percent_of_peak"]).all()
+
+
 def test_ring_profiles_never_time_beyond_the_checks():
     for p in profiles.PROFILES:
         s = profiles.get("ring", p)
