@@ -92,3 +92,36 @@ def test_the_counts_are_hpcscans_and_agree_with_its_published_laplacian():
     assert fd.bytes_per_point("laplacian", 8, counted="minimum") == 24
     with pytest.raises(ValueError, match="'hpcscan' or 'minimum'"):
         fd.bytes_per_point(1, 8, counted="all")
+
+
+def test_the_stable_step_is_the_classic_one_at_order_2_and_shrinks_with_the_order():
+    assert np.isclose(fd.stable_step(2, 0.1), 0.1 / np.sqrt(3))
+    s = [fd.symbol_max(o) for o in fd.ORDERS]
+    assert s[0] == pytest.approx(4) and all(a < b < np.pi ** 2 for a, b in zip(s, s[1:]))
+    assert fd.stable_step(16, 0.1) < fd.stable_step(2, 0.1)
+
+
+def test_the_mirror_makes_the_halo_the_odd_reflection():
+    u = np.arange(7.0 ** 3).reshape(7, 7, 7)
+    fd.mirror(u, 2)
+    assert (u[1, 3, 3], u[0, 3, 3]) == (-u[3, 3, 3], -u[4, 3, 3])
+    assert (u[3, 3, 5], u[3, 3, 6]) == (-u[3, 3, 3], -u[3, 3, 2])
+
+
+def test_the_propagator_converges_as_h2_at_order_2_and_faster_at_order_4():
+    e2 = [fd.standing_mode(n, 2, mode=3, periods=2, dt_fraction=0.1)[0] for n in (13, 25)]
+    e4 = fd.standing_mode(25, 4, mode=3, periods=2, dt_fraction=0.1)[0]
+    assert 3.5 < e2[0] / e2[1] < 4.5, e2
+    assert e4 < e2[1] / 10
+    err, steps, ppw = fd.standing_mode(25, 8, mode=3, periods=1, dt_fraction=0.5)
+    assert ppw == 16 and steps > 1 and err < 0.05
+
+
+@pytest.mark.parametrize("order", (2, 8))
+def test_beyond_the_stable_step_the_wave_grows_and_within_it_it_does_not(order):
+    # a mode of 4.4 points per wavelength excites the shortest waves the grid carries
+    grows = fd.standing_mode(25, order, mode=11, periods=20, dt_fraction=1.05)[0]
+    bounded = fd.standing_mode(25, order, mode=11, periods=20, dt_fraction=0.95)[0]
+    assert grows > 10 and bounded <= 2.01, (grows, bounded)
+    with pytest.raises(ValueError, match="mode 30"):
+        fd.standing_mode(25, order, mode=30)

@@ -149,3 +149,68 @@ def bytes_per_point(operator, order, word=8, counted="hpcscan"):
         stencil_points(operator, order)  # checks the arguments
         return 3 * word
     raise ValueError(f"counted={counted!r}: 'hpcscan' or 'minimum'")
+
+
+def symbol_max(order):
+    """The largest value of the second derivative's symbol -sum_k c_k cos(k theta) over
+    the wave numbers theta in [0, pi] on a unit spacing (4 at order 2, nearer pi² = 9.87
+    as the order grows): how fast the discrete operator can make the shortest wave grow."""
+    c = second_derivative(order)
+    r = len(c) // 2
+    theta = np.linspace(0.0, np.pi, 4097)
+    symbol = -sum(ck * np.cos((k - r) * theta) for k, ck in enumerate(c))
+    return float(symbol.max())
+
+
+def stable_step(order, h, speed=1.0, dims=3):
+    """The largest stable time step of the leapfrog wave propagator (second order in time)
+    with this order's Laplacian on a spacing h in every one of ``dims`` dimensions: (c dt)²
+    times the Laplacian's largest symbol may not exceed 4, so dt = 2 h / (c sqrt(dims S))."""
+    return 2.0 * h / (speed * np.sqrt(dims * symbol_max(order)))
+
+
+def mirror(u, r):
+    """Fill the halo of width r on every face with the odd reflection about the boundary
+    points (u = 0 there, the value at distance k outside is minus the value at distance k
+    inside): the boundary condition under which sine modes are exact solutions."""
+    for a in range(3):
+        v = np.moveaxis(u, a, 0)  # a view: writing it writes u
+        n = v.shape[0]
+        for k in range(1, r + 1):
+            v[r - k] = -v[r + k]
+            v[n - 1 - r + k] = -v[n - 1 - r - k]
+
+
+def standing_mode(n, order, mode=1, periods=1.0, dt_fraction=0.5, speed=1.0):
+    """The acoustic wave equation u_tt = c² Δu on the unit cube, u = 0 on its faces, from the
+    standing eigenmode sin(m pi x) sin(m pi y) sin(m pi z) cos(omega t), advanced with the
+    leapfrog scheme and this order's Laplacian on n points per axis (faces included) for
+    ``periods`` periods at ``dt_fraction`` of the stable step. Returns (the error: the
+    largest |u - exact| over every point and step, relative to the amplitude; the steps;
+    the points per wavelength 2 (n - 1) / m). The error is taken over every step because a
+    phase error is invisible whenever the mode is at its crest (at whole periods, say)."""
+    order = check_order(order)
+    if n < 3 or mode < 1 or mode > n - 2:
+        raise ValueError(f"n = {n} points per axis cannot carry mode {mode}: need n >= 3 and "
+                         "1 <= mode <= n - 2")
+    if not 0 < dt_fraction:
+        raise ValueError(f"dt_fraction = {dt_fraction}: a positive share of the stable step")
+    r = order // 2
+    h = 1.0 / (n - 1)
+    omega = speed * mode * np.pi * np.sqrt(3.0)
+    t_end = periods * 2 * np.pi / omega
+    steps = max(1, int(np.ceil(t_end / (dt_fraction * stable_step(order, h, speed)))))
+    dt = t_end / steps
+    s = np.sin(mode * np.pi * np.arange(-r, n + r) * h)
+    phi = s[:, None, None] * s[None, :, None] * s[None, None, :]
+    inner = (slice(r, n + r),) * 3
+    prev, cur = phi * np.cos(-omega * dt), phi.copy()
+    nxt = np.zeros_like(phi)
+    k2 = (speed * dt) ** 2
+    amplitude, err = np.abs(phi[inner]).max(), 0.0
+    for step in range(1, steps + 1):
+        mirror(cur, r)
+        nxt[inner] = 2 * cur[inner] - prev[inner] + k2 * laplacian(cur, order, h)
+        prev, cur, nxt = cur, nxt, prev
+        err = max(err, np.abs(cur[inner] - phi[inner] * np.cos(omega * step * dt)).max())
+    return float(err / amplitude), steps, 2.0 * (n - 1) / mode
