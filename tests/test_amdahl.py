@@ -1,22 +1,17 @@
 """The Amdahl experiment: CLI records with the phase metrics, the synthetic program's known s
 recovered inside the fitted interval, the measured s and its prediction, and bad input."""
-import sys
 
 import numpy as np
 import pytest
 
-from hpclab import launch, models, records, reference
+import quick_run
+from hpclab import launch, models, reference
 from hpclab.chapters.amdahl import analysis as exp
 
 
 @pytest.fixture(scope="module")
 def cli_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("amdahl")
-    r = launch.mpirun([sys.executable, "-m", "hpclab", "run", "amdahl", "--profile", "quick",
-                       "--out", str(out), "--quiet"], n=2, timeout=300, what="amdahl CLI")
-    csvs = list(out.glob("amdahl-*.csv"))
-    assert len(csvs) == 1, r.stdout + r.stderr
-    return records.load(csvs[0])
+    return quick_run.records_of(tmp_path_factory, "amdahl")
 
 
 def test_cli_writes_every_phase_for_every_distribution(cli_run):

@@ -5,18 +5,14 @@ import sys
 import numpy as np
 import pytest
 
+import quick_run
 from hpclab import launch, records, reference
 from hpclab.chapters.jacobi import analysis as exp
 
 
 @pytest.fixture(scope="module")
 def cli_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("jacobi")
-    r = launch.mpirun([sys.executable, "-m", "hpclab", "run", "jacobi", "--profile", "quick",
-                       "--out", str(out), "--quiet"], n=2, timeout=300, what="jacobi CLI")
-    csvs = list(out.glob("jacobi-*.csv"))
-    assert len(csvs) == 1, r.stdout + r.stderr
-    return records.load(csvs[0])
+    return quick_run.records_of(tmp_path_factory, "jacobi")
 
 
 def test_cli_writes_compute_and_halo_for_every_decomposition(cli_run):

@@ -6,18 +6,14 @@ import sys
 import numpy as np
 import pytest
 
+import quick_run
 from hpclab import launch, models, records, reference
 from hpclab.chapters.poisson import analysis as exp
 
 
 @pytest.fixture(scope="module")
 def cli_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("poisson")
-    r = launch.mpirun([sys.executable, "-m", "hpclab", "run", "poisson", "--profile", "quick",
-                       "--out", str(out), "--quiet"], n=2, timeout=300, what="poisson CLI")
-    csvs = list(out.glob("poisson-*.csv"))
-    assert len(csvs) == 1, r.stdout + r.stderr
-    return records.load(csvs[0])
+    return quick_run.records_of(tmp_path_factory, "poisson")
 
 
 def test_cli_writes_every_kind_and_metric(cli_run):

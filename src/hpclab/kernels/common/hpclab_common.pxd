@@ -37,10 +37,12 @@ cdef extern from "hpclab_topo.h" nogil:
         int lo[3]
         int hi[3]
         int cut
+        int halo
     void hpclab_block_range(long n, int parts, int index, long *offset, long *count)
     int hpclab_topo_create(MPI_Comm comm, int ndims, const long *glob, const int *dims,
                            const int *periods, hpclab_topo *t, char *errmsg, size_t errlen)
     void hpclab_topo_free(hpclab_topo *t)
+    int hpclab_topo_set_halo(hpclab_topo *t, int halo, char *errmsg, size_t errlen)
     size_t hpclab_topo_points(const hpclab_topo *t)
     void hpclab_topo_block_of(const hpclab_topo *t, int rank, long *offset, long *count)
     int hpclab_topo_scatter(const hpclab_topo *t, int root, const double *glob, double *local)

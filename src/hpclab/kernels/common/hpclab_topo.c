@@ -16,17 +16,32 @@ void hpclab_block_range(long n, int parts, int index, long *offset, long *count)
     *offset = index * base + (index < extra ? index : extra);
 }
 
+/* The face of dimension d, t->halo layers thick from index `start` (halo included), over
+ * the interior of the other dimensions. */
 static void face_type(const hpclab_topo *t, int d, long start, MPI_Datatype *type)
 {
     int sizes[HPCLAB_TOPO_MAXDIMS], sub[HPCLAB_TOPO_MAXDIMS], starts[HPCLAB_TOPO_MAXDIMS];
 
     for (int k = 0; k < t->ndims; k++) {
-        sizes[k] = (int)(t->local[k] + 2);
-        sub[k] = k == d ? 1 : (int)t->local[k];
-        starts[k] = k == d ? (int)start : 1;
+        sizes[k] = (int)(t->local[k] + 2 * t->halo);
+        sub[k] = k == d ? t->halo : (int)t->local[k];
+        starts[k] = k == d ? (int)start : t->halo;
     }
     MPI_Type_create_subarray(t->ndims, sizes, sub, starts, MPI_ORDER_C, MPI_DOUBLE, type);
     MPI_Type_commit(type);
+}
+
+/* The send and receive faces of every dimension for t->halo layers. */
+static void face_types(hpclab_topo *t)
+{
+    const int w = t->halo;
+
+    for (int d = 0; d < t->ndims; d++) {
+        face_type(t, d, w, &t->send_lo[d]);
+        face_type(t, d, t->local[d], &t->send_hi[d]);
+        face_type(t, d, 0, &t->recv_lo[d]);
+        face_type(t, d, t->local[d] + w, &t->recv_hi[d]);
+    }
 }
 
 int hpclab_topo_create(MPI_Comm comm, int ndims, const long *global, const int *dims,
@@ -36,6 +51,7 @@ int hpclab_topo_create(MPI_Comm comm, int ndims, const long *global, const int *
 
     memset(t, 0, sizeof *t);
     t->cart = MPI_COMM_NULL;
+    t->halo = 1;
     for (int d = 0; d < HPCLAB_TOPO_MAXDIMS; d++)
         t->send_lo[d] = t->send_hi[d] = t->recv_lo[d] = t->recv_hi[d] = MPI_DATATYPE_NULL;
     MPI_Comm_size(comm, &size);
@@ -84,24 +100,49 @@ int hpclab_topo_create(MPI_Comm comm, int ndims, const long *global, const int *
                            &t->local[d]);
         MPI_Cart_shift(t->cart, d, 1, &t->lo[d], &t->hi[d]);
     }
-    for (int d = 0; d < ndims; d++) {
-        face_type(t, d, 1, &t->send_lo[d]);
-        face_type(t, d, t->local[d], &t->send_hi[d]);
-        face_type(t, d, 0, &t->recv_lo[d]);
-        face_type(t, d, t->local[d] + 1, &t->recv_hi[d]);
-    }
+    face_types(t);
     return 0;
 }
 
-void hpclab_topo_free(hpclab_topo *t)
+static void free_face_types(hpclab_topo *t)
 {
     for (int d = 0; d < HPCLAB_TOPO_MAXDIMS; d++) {
         MPI_Datatype *types[4] = {&t->send_lo[d], &t->send_hi[d], &t->recv_lo[d],
                                   &t->recv_hi[d]};
         for (int k = 0; k < 4; k++)
             if (*types[k] != MPI_DATATYPE_NULL)
-                MPI_Type_free(types[k]);
+                MPI_Type_free(types[k]); /* sets it to MPI_DATATYPE_NULL */
     }
+}
+
+int hpclab_topo_set_halo(hpclab_topo *t, int halo, char *errmsg, size_t errlen)
+{
+    int thin = -1, worst;
+
+    for (int d = 0; d < t->ndims && halo >= 1; d++)
+        if ((t->dims[d] > 1 || t->periods[d]) && t->local[d] < halo && thin < 0)
+            thin = d;
+    /* the same answer on every rank: the thinnest block decides */
+    MPI_Allreduce(&thin, &worst, 1, MPI_INT, MPI_MAX, t->cart);
+    if (halo < 1) {
+        snprintf(errmsg, errlen, "a halo is at least one layer thick, got %d", halo);
+        return 1;
+    }
+    if (worst >= 0) {
+        snprintf(errmsg, errlen, "a halo of %d layers needs blocks at least %d points thick, "
+                 "but %d ranks cut dimension %d (%ld points) thinner: use fewer ranks along "
+                 "it or a larger grid", halo, halo, t->dims[worst], worst, t->global[worst]);
+        return 1;
+    }
+    free_face_types(t);
+    t->halo = halo;
+    face_types(t);
+    return 0;
+}
+
+void hpclab_topo_free(hpclab_topo *t)
+{
+    free_face_types(t);
     if (t->cart != MPI_COMM_NULL)
         MPI_Comm_free(&t->cart);
 }
@@ -111,7 +152,7 @@ size_t hpclab_topo_points(const hpclab_topo *t)
     size_t points = 1;
 
     for (int d = 0; d < t->ndims; d++)
-        points *= (size_t)(t->local[d] + 2);
+        points *= (size_t)(t->local[d] + 2 * t->halo);
     return points;
 }
 

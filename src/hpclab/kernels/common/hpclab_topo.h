@@ -27,7 +27,9 @@
  *   buffers, and the strided faces of the leading dimensions cost MPI the same
  *   as a hand-written pack would. At a closed (non-periodic) boundary the neighbour
  *   is MPI_PROC_NULL and that halo layer is left untouched (it holds the boundary
- *   condition). Not done: more than one halo layer, other element types.
+ *   condition). A stencil of radius r needs r halo layers: hpclab_topo_set_halo makes
+ *   the arrays (local + 2r) points long per dimension, interior from index r, and the
+ *   faces r layers thick. Not done: other element types.
  */
 #ifndef HPCLAB_TOPO_H
 #define HPCLAB_TOPO_H
@@ -51,6 +53,7 @@ typedef struct {
     int lo[HPCLAB_TOPO_MAXDIMS];             /* neighbour below (MPI_PROC_NULL: none) */
     int hi[HPCLAB_TOPO_MAXDIMS];             /* neighbour above */
     int cut;                                 /* dimensions split over more than one rank */
+    int halo;                                /* halo layers (1 unless set) */
     MPI_Datatype send_lo[HPCLAB_TOPO_MAXDIMS], send_hi[HPCLAB_TOPO_MAXDIMS];
     MPI_Datatype recv_lo[HPCLAB_TOPO_MAXDIMS], recv_hi[HPCLAB_TOPO_MAXDIMS];
 } hpclab_topo;
@@ -77,6 +80,12 @@ void hpclab_topo_block_of(const hpclab_topo *t, int rank, long *offset, long *co
  * reverse. Returns 0, or 1 when root cannot allocate its requests. Collective. */
 int hpclab_topo_scatter(const hpclab_topo *t, int root, const double *global, double *local);
 int hpclab_topo_gather(const hpclab_topo *t, int root, const double *local, double *global);
+
+/* Make the halo `halo` layers thick (1 after hpclab_topo_create): hpclab_topo_points and
+ * the exchange follow. Returns 0, or 1 with errmsg, the same on every rank, when a block
+ * of a cut (or periodic) dimension is thinner than the halo (its faces would need points
+ * of a farther rank) or halo < 1; t is unchanged then. Collective. */
+int hpclab_topo_set_halo(hpclab_topo *t, int halo, char *errmsg, size_t errlen);
 
 /* Doubles in this rank's array, halo included. */
 size_t hpclab_topo_points(const hpclab_topo *t);

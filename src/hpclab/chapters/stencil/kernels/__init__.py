@@ -1,0 +1,96 @@
+"""Stencils: second derivatives and the Laplacian of order 2 to 16 on a decomposed 3D grid.
+
+The FD_D2 test case of report 003 (hpcscan) in two implementations with one signature
+generated from the declaration (:mod:`hpclab.chapters.stencil.declaration`)::
+
+    run_c(comm, operator="laplacian", order=8, n1=64, n2=64, n3=64, p1=0, p2=0, p3=0,
+          block2=0, block3=0, threads=1, applications=5, repetitions=3)
+    run_cython(...)   # the loops in Cython (prange); decomposition, halo, check from C
+
+Each returns an array of shape (4, repetitions): seconds per application (wall clock), the
+compute and the halo time per application (the slowest rank's) and the error of the result
+against the exact derivative of u = sin(2 x1) sin(3 x2) sin(1.5 x3), relative to its
+largest value. Every rank checks after every repetition that the result is the stencil's
+exact value on u (a sine is an eigenfunction of it) and raises
+:class:`hpclab.kernels.KernelError` on every rank if not. Axes are report 003's: axis 1 is
+the contiguous one.
+"""
+import numpy as np
+
+from hpclab.chapters.stencil.declaration import KERNEL, OPERATORS
+from hpclab.kernels import KernelError, check_isa_match, check_mpi_match
+from hpclab.kernels.api import build
+
+check_mpi_match()
+check_isa_match("stencil")
+
+from . import _stencil  # type: ignore[attr-defined]
+
+IMPLEMENTATIONS = KERNEL.implementations
+_RAW = {"c": _stencil.run_c, "cython": _stencil.run_cython}
+weights = _stencil.weights
+
+
+def process_grid(size, p1=0, p2=0, p3=0):
+    """The process grid (p1, p2, p3) along axes 1, 2, 3 on size ranks: the given counts,
+    the zeros filled by MPI_Dims_create. A ValueError when it cannot be made."""
+    from mpi4py import MPI
+
+    given = [p3, p2, p1]  # C order: axis 3 first
+    fixed = int(np.prod([p for p in given if p]))
+    if fixed == 0 or size % fixed or (all(given) and fixed != size):
+        raise ValueError(f"a process grid {p1 or '?'}x{p2 or '?'}x{p3 or '?'} (axes 1, 2, 3) "
+                         f"does not fit {size} ranks: give counts whose product is {size}, "
+                         "or 0 to let MPI choose")
+    dims = MPI.Compute_dims(size, given)
+    return dims[2], dims[1], dims[0]
+
+
+def _prepare(comm, v):
+    from hpclab import machine
+
+    size = comm.Get_size()
+    grid = process_grid(size, v["p1"], v["p2"], v["p3"])
+    r = v["order"] // 2
+    for axis, (n, p) in enumerate(zip((v["n1"], v["n2"], v["n3"]), grid), start=1):
+        if n // p < r and p > 1:
+            raise ValueError(f"{p} ranks along axis {axis} ({n} points) make blocks thinner "
+                             f"than the halo of order {v['order']} ({r} points): use fewer "
+                             "ranks along it or a larger grid")
+    if (v["block2"] > 0) != (v["block3"] > 0):
+        raise ValueError(f"blocks of {v['block3']} x {v['block2']} points (axes 3 x 2): give "
+                         "both block sizes, or neither for no blocking")
+    need = 2 * 8 * np.prod([n // p + 1 + 2 * r for n, p in
+                            zip((v["n1"], v["n2"], v["n3"]), grid)], dtype=float)
+    have = machine.memory_bytes()
+    if have and need * size > have / 2:
+        raise ValueError(f"the grid {v['n1']}x{v['n2']}x{v['n3']} needs {need / 2**30:.1f} GiB "
+                         f"per rank, more than half of this machine's {have / 2**30:.1f} GiB")
+    dims = (grid[2], grid[1], grid[0])  # C order
+    return (OPERATORS.index(v["operator"]), v["order"], dims, v["n3"], v["n2"], v["n1"],
+            v["block3"], v["block2"], v["threads"], v["applications"], v["repetitions"])
+
+
+RUNNERS = build(KERNEL, _RAW, (_stencil.StencilError, KernelError), prepare=_prepare)
+run_c, run_cython = (RUNNERS[i] for i in IMPLEMENTATIONS)
+
+
+def check_cases(comm):
+    """The correctness matrix of ``python -m hpclab check stencil``: every operator at orders
+    2, 8 and 16, baseline and blocked (blocks that do not divide the grid), on a grid that 2,
+    3 and 4 ranks do not divide evenly."""
+    for operator in OPERATORS:
+        for order in (2, 8, 16):
+            for blocks in ((0, 0), (3, 5)):
+                yield {"operator": operator, "order": order, "n1": 23, "n2": 21, "n3": 27,
+                       "block3": blocks[0], "block2": blocks[1], "threads": 2,
+                       "applications": 2, "repetitions": 2}
+
+
+def inject_fault(comm):
+    """Test hook of the correctness runner: the last rank corrupts one halo point."""
+    _stencil._set_fault(1)
+
+
+__all__ = ["run_c", "run_cython", "RUNNERS", "IMPLEMENTATIONS", "OPERATORS", "KERNEL",
+           "process_grid", "weights", "KernelError"]

@@ -1,0 +1,421 @@
+/*
+ * NAME
+ *   stencil.c - second derivatives and the Laplacian of order 2 to 16 (see stencil.h).
+ *
+ * PURPOSE
+ *   The FD_D2 test case of report 003 (hpcscan): W = d2U/dx_a^2 along each axis and
+ *   W = Laplacian(U), at orders 2, 4, 8, 12 and 16, baseline and cache-blocked, with the
+ *   halo exchange of a 3D decomposition. Compute and halo time are kept apart.
+ *
+ * NOTES
+ *   Arrays hold (l3 + 2r) x (l2 + 2r) x (l1 + 2r) doubles, r = order / 2 halo layers all
+ *   round (kernels/common/hpclab_topo.c with hpclab_topo_set_halo). The weights come from
+ *   Fornberg's algorithm, scaled by 1/h^2 per axis; the loops are compiled once per radius
+ *   (1 to 8) so that the sum over the stencil unrolls and axis 1 runs in vector
+ *   lanes. One output point reads 2r + 1 points of u along an axis (6r + 1 for the
+ *   Laplacian) and writes one: from memory at least u once and w once (24 bytes with
+ *   write-allocate) when the planes it reads stay in cache, which blocking is for.
+ */
+#include "stencil.h"
+#include "hpclab_common.h"
+#include "hpclab_topo.h"
+
+#include <float.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+
+int hpclab_stencil_fault = 0;
+
+/* wave numbers of u along axes 1, 2, 3 (radians per unit length) */
+static const double WAVE[3] = {2.0, 3.0, 1.5};
+
+int hpclab_stencil_weights(int order, double *out)
+{
+    /* Fornberg (1988) for the nodes -r .. r, derivatives 0 .. 2 at 0 */
+    double c[HPCLAB_STENCIL_MAX_ORDER + 1][3], x[HPCLAB_STENCIL_MAX_ORDER + 1];
+    double c1 = 1, c4;
+    int r = order / 2, n = order + 1;
+
+    if (order < 2 || order % 2 || order > HPCLAB_STENCIL_MAX_ORDER)
+        return 1;
+    for (int i = 0; i < n; i++) {
+        x[i] = (double)(i - r);
+        c[i][0] = c[i][1] = c[i][2] = 0;
+    }
+    c[0][0] = 1;
+    c4 = x[0];
+    for (int i = 1; i < n; i++) {
+        int mn = i < 2 ? i : 2;
+        double c2 = 1, c5 = c4;
+
+        c4 = x[i];
+        for (int j = 0; j < i; j++) {
+            double c3 = x[i] - x[j];
+
+            c2 *= c3;
+            if (j == i - 1) {
+                for (int k = mn; k > 0; k--)
+                    c[i][k] = c1 * (k * c[i - 1][k - 1] - c5 * c[i - 1][k]) / c2;
+                c[i][0] = -c1 * c5 * c[i - 1][0] / c2;
+            }
+            for (int k = mn; k > 0; k--)
+                c[j][k] = (c4 * c[j][k] - k * c[j][k - 1]) / c3;
+            c[j][0] = c4 * c[j][0] / c3;
+        }
+        c1 = c2;
+    }
+    for (int j = 0; j <= r; j++)
+        out[j] = c[r + j][2];
+    return 0;
+}
+
+typedef hpclab_stencil_problem problem;
+
+static size_t at(const problem *P, long i3, long i2, long i1)
+{
+    return (size_t)i3 * P->s[0] + (size_t)i2 * P->s[1] + (size_t)i1;
+}
+
+/* The loops over rows [i3a, i3b) x [i2a, i2b) of the interior, for a compile-time radius:
+ * along one axis (d, stride s) or all three. */
+#define DEFINE_APPLY(R)                                                                       \
+    static void apply_##R(const problem *P, const double *restrict u, double *restrict w,     \
+                          long i3a, long i3b, long i2a, long i2b)                             \
+    {                                                                                         \
+        const long r = P->r, n1 = P->l[2];                                                    \
+        const size_t s2 = P->s[1], s3 = P->s[0];                                              \
+        const int op = P->op;                                                                 \
+        for (long i3 = i3a; i3 < i3b; i3++)                                                   \
+            for (long i2 = i2a; i2 < i2b; i2++) {                                             \
+                const size_t row = at(P, i3 + r, i2 + r, r);                                  \
+                if (op == HPCLAB_STENCIL_LAPLACIAN) {                                         \
+                    _Pragma("omp simd")                                                       \
+                    for (long i1 = 0; i1 < n1; i1++) {                                        \
+                        const size_t c = row + (size_t)i1;                                    \
+                        double v = P->centre * u[c];                                          \
+                        for (size_t j = 1; j <= R; j++)                                       \
+                            v += P->a[2][j] * (u[c + j] + u[c - j])                           \
+                                 + P->a[1][j] * (u[c + j * s2] + u[c - j * s2])               \
+                                 + P->a[0][j] * (u[c + j * s3] + u[c - j * s3]);              \
+                        w[c] = v;                                                             \
+                    }                                                                         \
+                } else {                                                                      \
+                    const int d = 2 - op;                                                     \
+                    const size_t s = P->s[d];                                                 \
+                    const double *a = P->a[d];                                                \
+                    _Pragma("omp simd")                                                       \
+                    for (long i1 = 0; i1 < n1; i1++) {                                        \
+                        const size_t c = row + (size_t)i1;                                    \
+                        double v = a[0] * u[c];                                               \
+                        for (size_t j = 1; j <= R; j++)                                       \
+                            v += a[j] * (u[c + j * s] + u[c - j * s]);                        \
+                        w[c] = v;                                                             \
+                    }                                                                         \
+                }                                                                             \
+            }                                                                                 \
+    }
+
+DEFINE_APPLY(1)
+DEFINE_APPLY(2)
+DEFINE_APPLY(3)
+DEFINE_APPLY(4)
+DEFINE_APPLY(5)
+DEFINE_APPLY(6)
+DEFINE_APPLY(7)
+DEFINE_APPLY(8)
+
+typedef void (*apply_fn)(const problem *, const double *restrict, double *restrict, long,
+                         long, long, long);
+
+static apply_fn apply_for(int r)
+{
+    switch (r) {
+    case 1: return apply_1;
+    case 2: return apply_2;
+    case 3: return apply_3;
+    case 4: return apply_4;
+    case 5: return apply_5;
+    case 6: return apply_6;
+    case 7: return apply_7;
+    case 8: return apply_8;
+    default: return NULL;
+    }
+}
+
+/* One application's loops on P->threads threads: rows of (i3, i2) shared out statically,
+ * or blocks of b3 x b2 of them. */
+static void compute(apply_fn f, const problem *P, long b3, long b2)
+{
+    const long n3 = P->l[0], n2 = P->l[1];
+    const double *u = P->u;
+    double *w = P->w;
+
+    if (b3 <= 0 || b2 <= 0) {
+#pragma omp parallel for collapse(2) schedule(static) num_threads(P->threads)
+        for (long i3 = 0; i3 < n3; i3++)
+            for (long i2 = 0; i2 < n2; i2++)
+                f(P, u, w, i3, i3 + 1, i2, i2 + 1);
+        return;
+    }
+    {
+        const long m3 = (n3 + b3 - 1) / b3, m2 = (n2 + b2 - 1) / b2;
+
+#pragma omp parallel for collapse(2) schedule(static) num_threads(P->threads)
+        for (long k3 = 0; k3 < m3; k3++)
+            for (long k2 = 0; k2 < m2; k2++) {
+                long e3 = (k3 + 1) * b3, e2 = (k2 + 1) * b2;
+
+                f(P, u, w, k3 * b3, e3 < n3 ? e3 : n3, k2 * b2, e2 < n2 ? e2 : n2);
+            }
+    }
+}
+
+/* the factors of u = sin(k1 x1) sin(k2 x2) sin(k3 x3) along dimension d at every local
+ * index, halo included */
+static int sines(problem *P)
+{
+    for (int d = 0; d < 3; d++) {
+        double h = 1.0 / (double)(P->t.global[d] + 1);
+
+        P->sine[d] = hpclab_alloc(P->e[d] * sizeof(double), 0);
+        if (!P->sine[d])
+            return 1;
+        for (long i = 0; i < (long)P->e[d]; i++)
+            P->sine[d][i] = sin(WAVE[2 - d] * h * (double)(P->t.offset[d] + i - P->r + 1));
+    }
+    return 0;
+}
+
+static double field(const problem *P, long i3, long i2, long i1)
+{
+    return P->sine[0][i3] * P->sine[1][i2] * P->sine[2][i1];
+}
+
+/* u everywhere, halo included (the exchange then overwrites the neighbours' layers) */
+static void initial(problem *P)
+{
+#pragma omp parallel for schedule(static) num_threads(P->threads)
+    for (long i3 = 0; i3 < (long)P->e[0]; i3++)
+        for (long i2 = 0; i2 < (long)P->e[1]; i2++)
+            for (long i1 = 0; i1 < (long)P->e[2]; i1++)
+                P->u[at(P, i3, i2, i1)] = field(P, i3, i2, i1);
+}
+
+void hpclab_stencil_poison(problem *P)
+{
+    for (int d = 0; d < 3; d++)
+        for (int side = 0; side < 2; side++) {
+            long lo[3] = {P->r, P->r, P->r}, hi[3];
+
+            if ((side ? P->t.hi[d] : P->t.lo[d]) == MPI_PROC_NULL)
+                continue;
+            for (int k = 0; k < 3; k++)
+                hi[k] = lo[k] + P->l[k];
+            lo[d] = side ? P->l[d] + P->r : 0;
+            hi[d] = lo[d] + P->r;
+            for (long i3 = lo[0]; i3 < hi[0]; i3++)
+                for (long i2 = lo[1]; i2 < hi[1]; i2++)
+                    for (long i1 = lo[2]; i1 < hi[2]; i1++)
+                        P->u[at(P, i3, i2, i1)] = NAN;
+        }
+}
+
+void hpclab_stencil_exchange(problem *P)
+{
+    hpclab_halo_exchange(&P->t, P->u);
+    if (hpclab_stencil_fault && P->t.rank == P->t.size - 1) {
+        int d = P->op == HPCLAB_STENCIL_LAPLACIAN ? 0 : 2 - P->op;
+        long i[3] = {P->r, P->r, P->r};
+
+        i[d] = P->r - 1;
+        P->u[at(P, i[0], i[1], i[2])] += 1.0;
+    }
+}
+
+/* the weights scaled per dimension, and the operator's exact results on u: w = lam u
+ * (discrete), cont u (continuous), with the round-off tolerance of a sum of its terms */
+static void weights_of(problem *P, const double *c)
+{
+    double absw = 0;
+
+    P->centre = P->lam = P->cont = 0;
+    for (int d = 0; d < 3; d++) {
+        double h = 1.0 / (double)(P->t.global[d] + 1), k = WAVE[2 - d], s = c[0];
+        double a = fabs(c[0]);
+        int acts = P->op == HPCLAB_STENCIL_LAPLACIAN || d == 2 - P->op;
+
+        for (int j = 0; j <= P->r; j++)
+            P->a[d][j] = acts ? c[j] / (h * h) : 0;
+        for (int j = P->r + 1; j <= HPCLAB_STENCIL_MAX_ORDER / 2; j++)
+            P->a[d][j] = 0;
+        P->centre += P->a[d][0];
+        if (!acts)
+            continue;
+        for (int j = 1; j <= P->r; j++) {
+            s += 2 * c[j] * cos((double)j * k * h);
+            a += 2 * fabs(c[j]);
+        }
+        P->lam += s / (h * h);
+        P->cont -= k * k;
+        absw += a / (h * h);
+    }
+    /* a sum of 2r + 1 terms per axis, each at most |c_j| / h^2 (|u| <= 1) */
+    P->tol = 64 * DBL_EPSILON * absw;
+}
+
+/* checks w on this rank: 1 with msg at the first wrong point; *err: max |w - cont u| and
+ * *scale: max |cont u| over this rank's points */
+static int check(const problem *P, double *err, double *scale, char *msg, size_t msglen)
+{
+    const long r = P->r;
+
+    *err = *scale = 0;
+    for (long i3 = r; i3 < P->l[0] + r; i3++)
+        for (long i2 = r; i2 < P->l[1] + r; i2++)
+            for (long i1 = r; i1 < P->l[2] + r; i1++) {
+                const size_t c = at(P, i3, i2, i1);
+                double uu = field(P, i3, i2, i1), w = P->w[c], e = fabs(w - P->cont * uu);
+
+                if (!(fabs(w - P->lam * uu) <= P->tol)) {
+                    snprintf(msg, msglen, "rank %d: w at global point (i3, i2, i1) = (%ld, %ld, "
+                             "%ld) is %.17g, the stencil's exact value is %.17g (a wrong "
+                             "weight, stencil or halo)", P->t.rank, P->t.offset[0] + i3 - r,
+                             P->t.offset[1] + i2 - r, P->t.offset[2] + i1 - r, w, P->lam * uu);
+                    return 1;
+                }
+                *err = e > *err ? e : *err;
+                *scale = fabs(P->cont * uu) > *scale ? fabs(P->cont * uu) : *scale;
+            }
+    return 0;
+}
+
+int hpclab_stencil_setup(MPI_Comm comm, int op, int order, const int *dims, long n3, long n2,
+                         long n1, int threads, problem *P, char *errmsg, size_t errlen)
+{
+    double c[HPCLAB_STENCIL_MAX_ORDER / 2 + 1];
+    long global[3] = {n3, n2, n1};
+    int grid[3] = {0, 0, 0}, failed = 0;
+    char msg[HPCLAB_ERRLEN] = "";
+
+    memset(P, 0, sizeof *P);
+    if (op < 0 || op >= HPCLAB_STENCIL_NOPERATORS || hpclab_stencil_weights(order, c)
+        || !apply_for(order / 2) || threads < 1) {
+        snprintf(errmsg, errlen, "bad arguments: operator %d (0 to 3), order %d (even, 2 to "
+                 "16), threads %d", op, order, threads);
+        return 1;
+    }
+    if (dims)
+        memcpy(grid, dims, sizeof grid);
+    if (hpclab_topo_create(comm, 3, global, grid, NULL, &P->t, errmsg, errlen))
+        return 1;
+    if (hpclab_topo_set_halo(&P->t, order / 2, errmsg, errlen)) {
+        hpclab_topo_free(&P->t);
+        return 1;
+    }
+    P->op = op;
+    P->r = order / 2;
+    P->threads = threads;
+    for (int d = 0; d < 3; d++) {
+        P->l[d] = P->t.local[d];
+        P->e[d] = (size_t)(P->t.local[d] + 2 * P->r);
+    }
+    P->s[2] = 1;
+    P->s[1] = P->e[2];
+    P->s[0] = P->e[1] * P->e[2];
+    weights_of(P, c);
+    P->u = hpclab_alloc(hpclab_topo_points(&P->t) * sizeof *P->u, 1);
+    P->w = hpclab_alloc(hpclab_topo_points(&P->t) * sizeof *P->w, 1);
+    if (!P->u || !P->w || sines(P)) {
+        snprintf(msg, sizeof msg, "rank %d cannot allocate two arrays of %zu doubles",
+                 P->t.rank, hpclab_topo_points(&P->t));
+        failed = 1;
+    }
+    if (hpclab_fail_together(P->t.cart, failed, msg, sizeof msg)) {
+        snprintf(errmsg, errlen, "%s", msg);
+        hpclab_stencil_free(P);
+        return 1;
+    }
+    initial(P);
+    return 0;
+}
+
+int hpclab_stencil_record(problem *P, int rep, int repetitions, double wall, double compute,
+                          double halo, double *times, char *msg, size_t msglen)
+{
+    double mine[2] = {compute, halo}, slowest[2], local[2], worst[2];
+    int failed;
+
+    MPI_Allreduce(mine, slowest, 2, MPI_DOUBLE, MPI_MAX, P->t.cart);
+    times[HPCLAB_STENCIL_APPLY * repetitions + rep] = wall;
+    times[HPCLAB_STENCIL_COMPUTE * repetitions + rep] = slowest[0];
+    times[HPCLAB_STENCIL_HALO * repetitions + rep] = slowest[1];
+    msg[0] = 0;
+    failed = check(P, &local[0], &local[1], msg, msglen);
+    if (hpclab_fail_together(P->t.cart, failed, msg, msglen))
+        return 1;
+    MPI_Allreduce(local, worst, 2, MPI_DOUBLE, MPI_MAX, P->t.cart);
+    times[HPCLAB_STENCIL_ERROR * repetitions + rep] = worst[0] / worst[1];
+    return 0;
+}
+
+void hpclab_stencil_free(problem *P)
+{
+    hpclab_free(P->u);
+    hpclab_free(P->w);
+    for (int d = 0; d < 3; d++)
+        hpclab_free(P->sine[d]);
+    P->u = P->w = P->sine[0] = P->sine[1] = P->sine[2] = NULL;
+    hpclab_topo_free(&P->t);
+}
+
+int hpclab_stencil(MPI_Comm comm, int op, int order, const int *dims, long n3, long n2,
+                   long n1, long block3, long block2, int threads, int applications,
+                   int repetitions, double *times, char *errmsg, size_t errlen)
+{
+    problem P;
+    apply_fn f = apply_for(order / 2);
+    char msg[HPCLAB_ERRLEN] = "";
+    int failed = 0;
+
+    if (applications < 1 || repetitions < 1 || block3 < 0 || block2 < 0
+        || (block3 > 0) != (block2 > 0)) {
+        snprintf(errmsg, errlen, "bad arguments: applications %d, repetitions %d, blocks %ld "
+                 "x %ld (both > 0, or both 0 for none)", applications, repetitions, block3,
+                 block2);
+        return 1;
+    }
+    if (hpclab_stencil_setup(comm, op, order, dims, n3, n2, n1, threads, &P, errmsg, errlen))
+        return 1;
+    /* warm-up: one application, not timed */
+    hpclab_stencil_exchange(&P);
+    compute(f, &P, block3, block2);
+
+    for (int rep = 0; rep < repetitions && !failed; rep++) {
+        double t0, tc = 0, th = 0, wall;
+
+        hpclab_stencil_poison(&P);
+        MPI_Barrier(P.t.cart);
+        t0 = MPI_Wtime();
+        for (int k = 0; k < applications; k++) {
+            double a = MPI_Wtime(), b;
+
+            hpclab_stencil_exchange(&P);
+            b = MPI_Wtime();
+            compute(f, &P, block3, block2);
+            th += b - a;
+            tc += MPI_Wtime() - b;
+        }
+        MPI_Barrier(P.t.cart);
+        wall = (MPI_Wtime() - t0) / applications;
+        failed = hpclab_stencil_record(&P, rep, repetitions, wall, tc / applications,
+                                       th / applications, times, msg, sizeof msg);
+    }
+    hpclab_stencil_free(&P);
+    if (failed) {
+        snprintf(errmsg, errlen, "%s", msg);
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,106 @@
+/*
+ * NAME
+ *   stencil.h - finite-difference second derivatives and the Laplacian of order 2 to 16
+ *   on a 3D grid decomposed over the ranks, with OpenMP threads inside a rank.
+ *
+ * AXES
+ *   As report 003 (hpcscan) names them: axis 1 is the fastest (contiguous) dimension, axis
+ *   3 the slowest. Arrays are C-ordered [i3][i2][i1]; extents and process grids below are
+ *   given in that order (n3, n2, n1), and a block is (block3 x block2) points of the two
+ *   slower axes with axis 1 whole, as hpcscan blocks.
+ */
+#ifndef HPCLAB_STENCIL_H
+#define HPCLAB_STENCIL_H
+
+#include <stddef.h>
+#include <mpi.h>
+
+#include "hpclab_topo.h"
+
+#define HPCLAB_STENCIL_MAX_ORDER 16
+
+/* What one application computes. */
+enum hpclab_stencil_operator {
+    HPCLAB_STENCIL_D2_AXIS1 = 0,   /* d2/dx1^2, along the contiguous axis */
+    HPCLAB_STENCIL_D2_AXIS2 = 1,
+    HPCLAB_STENCIL_D2_AXIS3 = 2,   /* along the slowest axis: stride of a plane */
+    HPCLAB_STENCIL_LAPLACIAN = 3,
+    HPCLAB_STENCIL_NOPERATORS = 4
+};
+
+/* What one repetition returns, in the order of the times array. */
+enum hpclab_stencil_metric {
+    HPCLAB_STENCIL_APPLY = 0,   /* seconds per application, wall clock between barriers */
+    HPCLAB_STENCIL_COMPUTE = 1, /* seconds per application computing, the slowest rank's */
+    HPCLAB_STENCIL_HALO = 2,    /* seconds per application exchanging halos, the slowest rank's */
+    HPCLAB_STENCIL_ERROR = 3,   /* max |w - exact derivative| / max |exact derivative| */
+    HPCLAB_STENCIL_NMETRICS = 4
+};
+
+/*
+ * The centred weights c_0 .. c_r (r = order / 2) of d2/dx2 with accuracy `order` on a unit
+ * spacing, by Fornberg's algorithm (the other half is symmetric: c_{-j} = c_j). Returns 0,
+ * or 1 when order is odd, below 2 or above HPCLAB_STENCIL_MAX_ORDER.
+ */
+int hpclab_stencil_weights(int order, double *c);
+
+/*
+ * Apply operator `op` of accuracy `order` `applications` times per repetition to
+ * u = sin(k1 x1) sin(k2 x2) sin(k3 x3) on a global grid of n3 x n2 x n1 interior points
+ * (spacing 1/(n + 1) per axis), writing w. Every application first exchanges the halo of
+ * order / 2 layers with the neighbours of the process grid dims[3] (in the order
+ * n3, n2, n1; zeros: MPI_Dims_create chooses); at the faces of the domain the halo holds u
+ * itself. block3, block2 > 0: cache blocking by blocks of block3 x block2 points of the two
+ * slower axes, axis 1 whole; 0 and 0: none (the baseline). threads: OpenMP threads per rank.
+ *
+ * Every rank checks w after every repetition against the exact discrete derivative of u
+ * (a sine is an eigenfunction of the stencil, so this is exact to round-off): a wrong
+ * coefficient, stencil or halo fails the run on every rank. The halo the exchange fills is
+ * set to NaN before each repetition, so a missing exchange is caught as well.
+ *
+ * times[metric * repetitions + r]. Collective; 0, or non-zero on every rank with errmsg.
+ */
+int hpclab_stencil(MPI_Comm comm, int op, int order, const int *dims, long n3, long n2,
+                   long n1, long block3, long block2, int threads, int applications,
+                   int repetitions, double *times, char *errmsg, size_t errlen);
+
+/*
+ * The parts of hpclab_stencil that another implementation of the loops (the Cython one)
+ * shares: the decomposition, the arrays and weights, the halo, the check and the record.
+ */
+typedef struct {
+    hpclab_topo t;
+    int op, r, threads;
+    long l[3];                 /* interior points per dimension (C order: 0 is axis 3) */
+    size_t e[3];               /* extents with the halo */
+    size_t s[3];               /* strides: s[2] = 1, s[1] = e[2], s[0] = e[1] e[2] */
+    double a[3][HPCLAB_STENCIL_MAX_ORDER / 2 + 1]; /* weights / h^2 per dimension; 0 where
+                                                      the operator does not act */
+    double centre;             /* a[0][0] + a[1][0] + a[2][0] */
+    double lam, cont, tol;     /* w = lam u exactly; the derivative is cont u; round-off */
+    double *sine[3];           /* u's factor along each dimension, halo included */
+    double *u, *w;             /* (e[0] x e[1] x e[2]) doubles each */
+} hpclab_stencil_problem;
+
+/* Decompose, allocate, fill u (halo included) and w = 0. Collective; 0, or 1 on every rank
+ * with errmsg (and nothing to free). */
+int hpclab_stencil_setup(MPI_Comm comm, int op, int order, const int *dims, long n3, long n2,
+                         long n1, int threads, hpclab_stencil_problem *P, char *errmsg,
+                         size_t errlen);
+/* NaN into the halo layers that the exchange fills (before a repetition). */
+void hpclab_stencil_poison(hpclab_stencil_problem *P);
+/* Exchange the halo (and apply the test hook). */
+void hpclab_stencil_exchange(hpclab_stencil_problem *P);
+/* After a repetition: record its times (wall per application; this rank's compute and halo
+ * seconds per application, reduced to the slowest), check w and record the error.
+ * Collective; 0, or 1 on every rank with msg. */
+int hpclab_stencil_record(hpclab_stencil_problem *P, int rep, int repetitions, double wall,
+                          double compute, double halo, double *times, char *msg,
+                          size_t msglen);
+void hpclab_stencil_free(hpclab_stencil_problem *P);
+
+/* Test hook: when non-zero, the last rank adds 1 to one halo point that the operator reads
+ * after every exchange, so tests can prove that it is caught. */
+extern int hpclab_stencil_fault;
+
+#endif
