@@ -22,7 +22,7 @@ def test_cli_writes_every_order_both_implementations_baseline_and_blocked(cli_ru
     assert sorted(set(d["order"])) == [2, 4, 8, 12, 16]
     assert set(d["impl"]) == {"c", "cython"} and set(d["blocked"]) == {True, False}
     assert set(d["operator"]) == set(exp.OPERATORS)
-    assert set(df["metric"]) == {"apply", "compute", "halo", "error"}
+    assert set(d["metric"]) == {"apply", "compute", "halo", "error"}
     assert meta["profile"] == "quick" and set(df.loc[df["kind"] == "scaling", "nprocs"]) == {1, 2}
 
 
@@ -69,3 +69,21 @@ def test_refusals_say_what_to_do():
         stencil.run_c(SELF, order=5)
     assert stencil.process_grid(4, p1=1) in {(1, 2, 2)}
     assert stencil.process_grid(8, p1=1, p2=4, p3=2) == (1, 4, 2)
+
+
+def test_the_propagator_is_the_numpy_reference_and_its_errors_fall_with_order(cli_run):
+    for order, fraction in ((2, 0.5), (8, 0.1)):
+        c = stencil.propagate(SELF, order=order, n=13, mode=3, periods=1.5,
+                              dt_fraction=fraction)
+        ref, steps, _ = fd.standing_mode(15, order, mode=3, periods=1.5,
+                                         dt_fraction=fraction)
+        assert c[4, 0] == steps and c[3, 0] == pytest.approx(ref, rel=1e-9)
+    df, _ = cli_run
+    e = df[(df["kind"] == "propagator") & (df["metric"] == "error")]
+    finest = e[e["dt_fraction"] == e["dt_fraction"].min()].groupby("order")["value"].median()
+    assert finest.is_monotonic_decreasing and len(finest) == 3, finest
+    with pytest.raises(ValueError, match="mode 9 needs at least 9 points"):
+        stencil.propagate(SELF, n=8, mode=9)
+    # beyond the stable step the wave grows until it overflows: an infinite error, no failure
+    assert np.isinf(stencil.propagate(SELF, order=8, n=23, mode=11, periods=400,
+                                      dt_fraction=1.5)[3, 0])

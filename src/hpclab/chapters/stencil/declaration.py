@@ -54,14 +54,22 @@ KERNEL = Kernel(
         # derivative: every operator at these orders on cubes of n points (global), baseline
         # and blocked by each (block3, block2); convergence: the Laplacian on these small
         # cubes for the error's fall; check_upto: correctness
+        # propagator: the wave propagator of orders 4, 8, 12 on cubes of n interior points,
+        # standing mode m for a period, at these shares of the stable time step
         "quick": {"orders": [2, 4, 8, 12, 16], "n": [24], "blocks": [[4, 4]],
                   "convergence_n": [10, 14, 20], "applications": 2, "repetitions": 2,
+                  "propagator": {"orders": [4, 8, 12], "n": [13], "mode": 4, "periods": 1,
+                                 "dt_fractions": [0.5, 0.1, 0.02]},
                   "check_upto": 4, "timeout": 120},
         "standard": {"orders": [2, 4, 8, 12, 16], "n": [128], "blocks": [[16, 4], [8, 8]],
                      "convergence_n": [16, 32, 64], "applications": 5, "repetitions": 3,
+                     "propagator": {"orders": [4, 8, 12], "n": [23, 47], "mode": 4,
+                                    "periods": 2, "dt_fractions": [1.0, 0.5, 0.1]},
                      "check_upto": 4, "timeout": 900},
         "full": {"orders": [2, 4, 8, 12, 16], "n": [128, 256], "blocks": [[16, 4], [8, 8]],
                  "convergence_n": [16, 32, 64, 128], "applications": 10, "repetitions": 5,
+                 "propagator": {"orders": [4, 8, 12], "n": [23, 47, 95], "mode": 4,
+                                "periods": 2, "dt_fractions": [1.0, 0.5, 0.1]},
                  "check_upto": 8, "timeout": 3600},
     },
     inputs={"stream": "add bandwidth per thread count, best trial, close binding"},

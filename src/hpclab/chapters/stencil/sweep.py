@@ -22,7 +22,9 @@ def tasks(profile=None, impls=IMPLS, max_procs=None):
     * ``convergence``: the C Laplacian of every order on the profile's small cubes, one
       rank, for the error's fall with the spacing;
     * ``scaling``: the C Laplacian of order 8 on the first cube, baseline, P = 1 .. the
-      most ranks (strong scaling).
+      most ranks (strong scaling);
+    * ``propagator``: the wave propagator (C) of each order, size and share of the stable
+      time step of the profile's ``propagator``, on the most ranks.
     """
     settings = profiles.get(NAME, profile)
     unknown = set(impls) - set(IMPLS)
@@ -51,12 +53,38 @@ def tasks(profile=None, impls=IMPLS, max_procs=None):
                 add("convergence", "c", 1, "laplacian", order, n, (0, 0))
         for nprocs in range(1, most + 1):
             add("scaling", "c", nprocs, "laplacian", 8, settings["n"][0], (0, 0))
+        wave = settings["propagator"]
+        for n in wave["n"]:
+            for order in wave["orders"]:
+                for fraction in wave["dt_fractions"]:
+                    add("propagator", "c", thick_enough(most, n, order), "laplacian", order,
+                        n, (0, 0))
+                    out[-1].update(mode=wave["mode"], periods=wave["periods"],
+                                   dt_fraction=fraction)
     return out
 
 
+def thick_enough(most, n, order):
+    """The most ranks, up to ``most``, whose blocks of an n³ cube are at least as thick as
+    the halo of this order (order / 2) along every cut axis."""
+    from mpi4py import MPI
+
+    for p in range(most, 1, -1):
+        dims = MPI.Compute_dims(p, [0, 0, 0])
+        if all(q == 1 or n // q >= order // 2 for q in dims):
+            return p
+    return 1
+
+
+# the propagator's metrics (stencil.h's hpclab_wave_metric) and their units
+WAVE_UNITS = {"step": "s", "compute": "s", "halo": "s", "error": "1", "steps": "count"}
+
+
 def measure(kind, impl, nprocs, operator, order, n, block3, block2, threads, applications,
-            repetitions, comm=None):
-    """One measurement on the first nprocs ranks; the records, on rank 0 only."""
+            repetitions, mode=0, periods=0.0, dt_fraction=0.0, comm=None):
+    """One measurement on the first nprocs ranks; the records, on rank 0 only. The
+    propagator's records carry its own metrics (:data:`WAVE_UNITS`) and its ``mode,
+    periods, dt_fraction``; the others have them 0."""
     from mpi4py import MPI
 
     from hpclab.chapters.stencil import kernels as stencil
@@ -65,20 +93,31 @@ def measure(kind, impl, nprocs, operator, order, n, block3, block2, threads, app
     with first_ranks(comm or MPI.COMM_WORLD, nprocs) as sub:
         if sub is None:
             return []
-        times = stencil.RUNNERS[impl](sub, operator=operator, order=order, n1=n, n2=n, n3=n,
-                                      block3=block3, block2=block2, threads=threads,
-                                      applications=applications, repetitions=repetitions)
         p1, p2, p3 = stencil.process_grid(nprocs)
         params = {"kind": kind, "operator": operator, "order": order, "n": n,
                   "blocked": bool(block3), "block3": block3, "block2": block2,
-                  "grid": f"{p1}x{p2}x{p3}",
+                  "grid": f"{p1}x{p2}x{p3}", "mode": mode, "periods": periods,
+                  "dt_fraction": dt_fraction,
                   "oversubscribed": nprocs * threads > launch.usable_cores()}
-        rows = records.timings(KERNEL, impl, nprocs, threads, params, times)
+        if kind == "propagator":
+            times = stencil.propagate(sub, order=order, n=n, mode=mode, periods=periods,
+                                      dt_fraction=dt_fraction, block3=block3, block2=block2,
+                                      threads=threads, repetitions=repetitions)
+            rows = [r for name, values in zip(stencil.WAVE_METRICS, times)
+                    for r in records.rows(NAME, NAME, impl, nprocs, threads, params, values,
+                                          name, WAVE_UNITS[name])]
+        else:
+            times = stencil.RUNNERS[impl](sub, operator=operator, order=order, n1=n, n2=n,
+                                          n3=n, block3=block3, block2=block2, threads=threads,
+                                          applications=applications, repetitions=repetitions)
+            rows = records.timings(KERNEL, impl, nprocs, threads, params, times)
         return rows if sub.Get_rank() == 0 else []
 
 
 def _describe(task):
     blocked = f" blocks {task['block3']}x{task['block2']}" if task["block3"] else ""
+    if task["kind"] == "propagator":
+        blocked += f" dt {task['dt_fraction']:g} of the stable step"
     return (f"{task['kind']} {task['impl']} {task['operator']} order {task['order']} "
             f"n={task['n']} P={task['nprocs']}{blocked}")
 

@@ -75,6 +75,40 @@ RUNNERS = build(KERNEL, _RAW, (_stencil.StencilError, KernelError), prepare=_pre
 run_c, run_cython = (RUNNERS[i] for i in IMPLEMENTATIONS)
 
 
+WAVE_METRICS = _stencil.WAVE_METRICS
+
+
+def propagate(comm, order=8, n=32, mode=2, periods=1.0, dt_fraction=0.5, block3=0, block2=0,
+              threads=1, repetitions=1):
+    """The wave propagator of report 003's Propa test (C): the standing mode m of the unit
+    cube on n interior points per axis, ``periods`` periods at ``dt_fraction`` of the
+    stable step, order ``order`` in space. Returns an array (5, repetitions): seconds per
+    step, compute and halo seconds per step (the slowest rank's), the error (max over steps
+    and points of |u - exact| over the amplitude) and the steps. Collective."""
+    from hpclab.kernels.api import check_comm
+
+    check_comm(KERNEL, comm)
+    order = KERNEL.param("order").check(order, KERNEL.slug)
+    for name, value, low in (("n", n, 1), ("mode", mode, 1), ("threads", threads, 1),
+                             ("repetitions", repetitions, 1), ("block3", block3, 0),
+                             ("block2", block2, 0)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    if mode > n:
+        raise ValueError(f"mode {mode} needs at least {mode} points per axis, got n = {n}")
+    if not (periods > 0 and dt_fraction > 0):
+        raise ValueError(f"periods ({periods}) and dt_fraction ({dt_fraction}) must be > 0")
+    values = {"operator": "laplacian", "order": order, "n1": n, "n2": n, "n3": n, "p1": 0,
+              "p2": 0, "p3": 0, "block2": block2, "block3": block3, "threads": threads,
+              "applications": 1, "repetitions": repetitions}
+    args = _prepare(comm, values)
+    try:
+        return _stencil.wave_c(comm, order, args[2], n, mode, float(periods),
+                               float(dt_fraction), block3, block2, threads, repetitions)
+    except _stencil.StencilError as exc:
+        raise KernelError(f"stencil (wave propagator) failed: {exc}") from None
+
+
 def check_cases(comm):
     """The correctness matrix of ``python -m hpclab check stencil``: every operator at orders
     2, 8 and 16, baseline and blocked (blocks that do not divide the grid), on a grid that 2,
@@ -93,4 +127,4 @@ def inject_fault(comm):
 
 
 __all__ = ["run_c", "run_cython", "RUNNERS", "IMPLEMENTATIONS", "OPERATORS", "KERNEL",
-           "process_grid", "weights", "KernelError"]
+           "process_grid", "weights", "propagate", "WAVE_METRICS", "KernelError"]

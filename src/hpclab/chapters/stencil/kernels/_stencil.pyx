@@ -42,6 +42,13 @@ cdef extern from "stencil.h" nogil:
                               char *msg, size_t msglen)
     void hpclab_stencil_free(hpclab_stencil_problem *P)
     int hpclab_stencil_fault
+    enum:
+        HPCLAB_WAVE_NMETRICS
+    double hpclab_stencil_symbol_max(int order)
+    int hpclab_stencil_wave(MPI_Comm comm, int order, const int *dims, long n, int mode,
+                            double periods, double dt_fraction, long block3, long block2,
+                            int threads, int repetitions, double *times, char *errmsg,
+                            size_t errlen)
 
 OPERATORS = ("d2x1", "d2x2", "d2x3", "laplacian")
 
@@ -57,6 +64,33 @@ def weights(int order):
     if hpclab_stencil_weights(order, c):
         raise ValueError(f"order {order}: even, 2 to {HPCLAB_STENCIL_MAX_ORDER}")
     return np.array([c[j] for j in range(order // 2 + 1)])
+
+
+def symbol_max(int order):
+    """The largest value of the second derivative's symbol at this order (stencil.c)."""
+    return hpclab_stencil_symbol_max(order)
+
+
+WAVE_METRICS = ("step", "compute", "halo", "error", "steps")
+
+
+def wave_c(MPI.Comm comm not None, int order, dims, long n, int mode, double periods,
+           double dt_fraction, long block3, long block2, int threads, int repetitions):
+    """Call ``hpclab_stencil_wave`` from stencil.c: times (WAVE_METRICS, repetitions)."""
+    times = np.zeros((HPCLAB_WAVE_NMETRICS, repetitions), dtype=np.float64)
+    cdef double[:, ::1] t = times
+    cdef int grid[3]
+    cdef char errmsg[HPCLAB_ERRLEN]
+    cdef int status
+    grid[0], grid[1], grid[2] = dims
+    errmsg[0] = 0
+    with nogil:
+        status = hpclab_stencil_wave(comm.ob_mpi, order, grid, n, mode, periods, dt_fraction,
+                                     block3, block2, threads, repetitions, &t[0, 0], errmsg,
+                                     HPCLAB_ERRLEN)
+    if status:
+        raise StencilError(errmsg.decode(errors="replace"))
+    return times
 
 
 def _set_fault(int on):

@@ -86,7 +86,8 @@ static size_t at(const problem *P, long i3, long i2, long i1)
     {                                                                                         \
         const long r = P->r, n1 = P->l[2];                                                    \
         const size_t s2 = P->s[1], s3 = P->s[0];                                              \
-        const int op = P->op;                                                                 \
+        const int op = P->op, wave = P->wave;                                                 \
+        const double k2 = P->k2;                                                              \
         for (long i3 = i3a; i3 < i3b; i3++)                                                   \
             for (long i2 = i2a; i2 < i2b; i2++) {                                             \
                 const size_t row = at(P, i3 + r, i2 + r, r);                                  \
@@ -99,7 +100,7 @@ static size_t at(const problem *P, long i3, long i2, long i1)
                             v += P->a[2][j] * (u[c + j] + u[c - j])                           \
                                  + P->a[1][j] * (u[c + j * s2] + u[c - j * s2])               \
                                  + P->a[0][j] * (u[c + j * s3] + u[c - j * s3]);              \
-                        w[c] = v;                                                             \
+                        w[c] = wave ? 2 * u[c] - w[c] + k2 * v : v;                           \
                     }                                                                         \
                 } else {                                                                      \
                     const int d = 2 - op;                                                     \
@@ -415,6 +416,169 @@ int hpclab_stencil(MPI_Comm comm, int op, int order, const int *dims, long n3, l
     hpclab_stencil_free(&P);
     if (failed) {
         snprintf(errmsg, errlen, "%s", msg);
+        return 1;
+    }
+    return 0;
+}
+
+double hpclab_stencil_symbol_max(int order)
+{
+    double c[HPCLAB_STENCIL_MAX_ORDER / 2 + 1], best = 0;
+    const int samples = 4096;
+
+    if (hpclab_stencil_weights(order, c))
+        return -1;
+    for (int i = 0; i <= samples; i++) {
+        double theta = M_PI * i / samples, s = -c[0];
+
+        for (int j = 1; j <= order / 2; j++)
+            s -= 2 * c[j] * cos(j * theta);
+        best = s > best ? s : best;
+    }
+    return best;
+}
+
+/* the halo layers at the faces of the domain: the odd reflection about the face (u = 0 on
+ * it, one spacing outside the last interior point) */
+static void mirror(problem *P)
+{
+    const long r = P->r;
+
+    for (int d = 0; d < 3; d++)
+        for (int side = 0; side < 2; side++) {
+            long lo[3] = {0, 0, 0}, hi[3];
+
+            if ((side ? P->t.hi[d] : P->t.lo[d]) != MPI_PROC_NULL)
+                continue;
+            for (int k = 0; k < 3; k++)
+                hi[k] = (long)P->e[k];
+            for (long k = 1; k <= r; k++) {
+                /* the layer k outside the face and its image, k - 2 inside the first or
+                 * last interior point (the face itself, k = 1, holds 0) */
+                long out = side ? P->l[d] + r - 1 + k : r - k;
+                long in = side ? P->l[d] + r + 1 - k : r + k - 2;
+                long i[3];
+
+                lo[d] = out;
+                hi[d] = out + 1;
+                for (i[0] = lo[0]; i[0] < hi[0]; i[0]++)
+                    for (i[1] = lo[1]; i[1] < hi[1]; i[1]++)
+                        for (i[2] = lo[2]; i[2] < hi[2]; i[2]++) {
+                            long j[3] = {i[0], i[1], i[2]};
+
+                            j[d] = in;
+                            P->u[at(P, i[0], i[1], i[2])] =
+                                k == 1 ? 0.0 : -P->u[at(P, j[0], j[1], j[2])];
+                        }
+            }
+        }
+}
+
+/* max |u - phi cos(omega t)| over this rank's interior */
+static double wave_error(const problem *P, double phase)
+{
+    const long r = P->r;
+    double worst = 0;
+
+    for (long i3 = r; i3 < P->l[0] + r; i3++)
+        for (long i2 = r; i2 < P->l[1] + r; i2++)
+            for (long i1 = r; i1 < P->l[2] + r; i1++) {
+                double e = fabs(P->u[at(P, i3, i2, i1)] - phase * field(P, i3, i2, i1));
+
+                worst = e > worst || e != e ? e : worst;
+            }
+    return worst;
+}
+
+int hpclab_stencil_wave(MPI_Comm comm, int order, const int *dims, long n, int mode,
+                        double periods, double dt_fraction, long block3, long block2,
+                        int threads, int repetitions, double *times, char *errmsg,
+                        size_t errlen)
+{
+    problem P;
+    apply_fn f = apply_for(order / 2);
+    double h = 1.0 / (double)(n + 1), omega = mode * M_PI * sqrt(3.0), dt, t_end, amp = 0;
+    long steps;
+    int failed = 0;
+
+    if (n < 1 || mode < 1 || mode > n || !(periods > 0) || !(dt_fraction > 0)
+        || repetitions < 1 || block3 < 0 || block2 < 0 || (block3 > 0) != (block2 > 0)
+        || hpclab_stencil_symbol_max(order) <= 0) {
+        snprintf(errmsg, errlen, "bad arguments: n %ld, mode %d (1 to n), periods %g, "
+                 "dt_fraction %g (both > 0), order %d, blocks %ld x %ld", n, mode, periods,
+                 dt_fraction, order, block3, block2);
+        return 1;
+    }
+    t_end = periods * 2 * M_PI / omega;
+    dt = dt_fraction * 2 * h / sqrt(3 * hpclab_stencil_symbol_max(order));
+    steps = (long)ceil(t_end / dt);
+    dt = t_end / (double)steps;
+    if (hpclab_stencil_setup(comm, HPCLAB_STENCIL_LAPLACIAN, order, dims, n, n, n, threads,
+                             &P, errmsg, errlen))
+        return 1;
+    P.wave = 1;
+    P.k2 = dt * dt;
+    for (int d = 0; d < 3; d++)
+        for (long i = 0; i < (long)P.e[d]; i++)
+            P.sine[d][i] = sin(mode * M_PI * h * (double)(P.t.offset[d] + i - P.r + 1));
+    for (long i3 = 0; i3 < P.l[0]; i3++) /* the amplitude: max |phi| over the whole grid */
+        for (long i2 = 0; i2 < P.l[1]; i2++)
+            for (long i1 = 0; i1 < P.l[2]; i1++) {
+                double v = fabs(field(&P, i3 + P.r, i2 + P.r, i1 + P.r));
+
+                amp = v > amp ? v : amp;
+            }
+    MPI_Allreduce(MPI_IN_PLACE, &amp, 1, MPI_DOUBLE, MPI_MAX, P.t.cart);
+
+    for (int rep = 0; rep < repetitions && !failed; rep++) {
+        double t0, tc = 0, th = 0, te = 0, worst = 0, mine[3], slowest[3];
+
+        initial(&P); /* u(0) = phi; w = u(-dt) = phi cos(omega dt) */
+        for (size_t c = 0; c < hpclab_topo_points(&P.t); c++)
+            P.w[c] = P.u[c] * cos(omega * dt);
+        MPI_Barrier(P.t.cart);
+        t0 = MPI_Wtime();
+        for (long k = 1; k <= steps; k++) {
+            double a = MPI_Wtime(), b, c, *swap;
+
+            hpclab_stencil_exchange(&P);
+            mirror(&P);
+            b = MPI_Wtime();
+            compute(f, &P, block3, block2); /* w = u(t + dt) */
+            swap = P.u;
+            P.u = P.w;
+            P.w = swap;
+            c = MPI_Wtime();
+            {
+                double e = wave_error(&P, cos(omega * (double)k * dt));
+
+                worst = e != e || e > worst ? e : worst; /* a NaN stays */
+            }
+            th += b - a;
+            tc += c - b;
+            te += MPI_Wtime() - c;
+        }
+        MPI_Barrier(P.t.cart);
+        mine[0] = tc / (double)steps;
+        mine[1] = th / (double)steps;
+        mine[2] = te;
+        MPI_Allreduce(mine, slowest, 3, MPI_DOUBLE, MPI_MAX, P.t.cart);
+        MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_DOUBLE, MPI_MAX, P.t.cart);
+        times[HPCLAB_WAVE_STEP * repetitions + rep] =
+            (MPI_Wtime() - t0 - slowest[2]) / (double)steps;
+        times[HPCLAB_WAVE_COMPUTE * repetitions + rep] = slowest[0];
+        times[HPCLAB_WAVE_HALO * repetitions + rep] = slowest[1];
+        /* beyond the stable step the field may overflow to inf and then NaN: the error is
+         * infinite, as the stability limit predicts; within it that is a wrong kernel */
+        times[HPCLAB_WAVE_ERROR * repetitions + rep] = isfinite(worst) ? worst / amp : INFINITY;
+        times[HPCLAB_WAVE_STEPS * repetitions + rep] = (double)steps;
+        failed = !isfinite(worst) && dt_fraction <= 1;
+    }
+    hpclab_stencil_free(&P);
+    if (failed) {
+        snprintf(errmsg, errlen, "the wave propagator's field became infinite or NaN at %g of "
+                 "the stable time step, where it must stay bounded: a wrong halo, mirror or "
+                 "stencil", dt_fraction);
         return 1;
     }
     return 0;

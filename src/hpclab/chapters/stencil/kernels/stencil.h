@@ -78,6 +78,8 @@ typedef struct {
                                                       the operator does not act */
     double centre;             /* a[0][0] + a[1][0] + a[2][0] */
     double lam, cont, tol;     /* w = lam u exactly; the derivative is cont u; round-off */
+    double k2;                 /* wave propagator: (c dt)^2; w = 2 u - w + k2 Laplacian(u) */
+    int wave;                  /* 1: the propagator's update instead of w = operator(u) */
     double *sine[3];           /* u's factor along each dimension, halo included */
     double *u, *w;             /* (e[0] x e[1] x e[2]) doubles each */
 } hpclab_stencil_problem;
@@ -98,6 +100,37 @@ int hpclab_stencil_record(hpclab_stencil_problem *P, int rep, int repetitions, d
                           double compute, double halo, double *times, char *msg,
                           size_t msglen);
 void hpclab_stencil_free(hpclab_stencil_problem *P);
+
+/* What one repetition of the wave propagator returns. */
+enum hpclab_wave_metric {
+    HPCLAB_WAVE_STEP = 0,    /* seconds per time step, wall clock, the error's evaluation out */
+    HPCLAB_WAVE_COMPUTE = 1, /* seconds per step updating points, the slowest rank's */
+    HPCLAB_WAVE_HALO = 2,    /* seconds per step exchanging and mirroring halos, the slowest */
+    HPCLAB_WAVE_ERROR = 3,   /* max over steps and points |u - exact| / amplitude */
+    HPCLAB_WAVE_STEPS = 4,   /* time steps of the run */
+    HPCLAB_WAVE_NMETRICS = 5
+};
+
+/* The largest value of the symbol -sum_j c_j cos(j theta) of d2/dx2 with accuracy `order`
+ * over theta in [0, pi] (unit spacing): 4 at order 2. -1 for a bad order. */
+double hpclab_stencil_symbol_max(int order);
+
+/*
+ * The acoustic wave equation u_tt = Laplacian(u) on the unit cube, u = 0 on its faces (odd
+ * reflection into the halo), from the standing eigenmode sin(m pi x1) sin(m pi x2)
+ * sin(m pi x3) cos(omega t), omega = m pi sqrt(3), on n interior points per axis (spacing
+ * 1/(n + 1)), by the leapfrog scheme with the Laplacian of accuracy `order`, for `periods`
+ * periods at dt_fraction of the stable step 2 h / sqrt(3 S) (S: hpclab_stencil_symbol_max).
+ * Blocks and threads as for hpclab_stencil. times[metric * repetitions + r], metrics
+ * hpclab_wave_metric. The error is taken at every step (a phase error hides where the mode
+ * is at its crest); beyond the stable step (dt_fraction > 1) a field that overflows gives
+ * an infinite error, within it a failure (a wrong kernel). Collective; 0, or non-zero on
+ * every rank with errmsg.
+ */
+int hpclab_stencil_wave(MPI_Comm comm, int order, const int *dims, long n, int mode,
+                        double periods, double dt_fraction, long block3, long block2,
+                        int threads, int repetitions, double *times, char *errmsg,
+                        size_t errlen);
 
 /* Test hook: when non-zero, the last rank adds 1 to one halo point that the operator reads
  * after every exchange, so tests can prove that it is caught. */
