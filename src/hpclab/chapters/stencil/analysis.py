@@ -117,3 +117,216 @@ def blocking_gains(df, impl="c"):
                          "block2": b2, "gain": c.ratio, "low": c.low, "high": c.high,
                          "words": words})
     return pd.DataFrame(rows)
+
+
+def weights_table(orders=fd.ORDERS):
+    """The centred weights c_0 .. c_r of d²/dx² for each order as exact fractions (Fornberg,
+    :func:`hpclab.chapters.stencil.fd.second_derivative`), with the points one output reads
+    and the flops hpcscan counts, for the page: one row per order."""
+    rows = []
+    for order in orders:
+        c = fd.second_derivative(order, exact=True)
+        r = order // 2
+        rows.append({"order": order, "c_0": str(c[r]),
+                     "c_1 .. c_r": ", ".join(str(v) for v in c[r + 1:]),
+                     "points (one axis)": fd.stencil_points(1, order),
+                     "points (Laplacian)": fd.stencil_points("laplacian", order),
+                     "flops (Laplacian)": fd.flops_per_point("laplacian", order)})
+    return pd.DataFrame(rows).set_index("order")
+
+
+def convergence_display(conv):
+    """The convergence table of the page: observed order and interval per order, and the
+    words (a Styler: long words are not cut)."""
+    return conv.set_index("order")[["points", "observed", "low", "high", "words"]].round(
+        2).style.format(precision=2)
+
+
+def roofline_mlups(stream_gbs, operator="laplacian", order=8):
+    """The rate memory allows at STREAM add's bandwidth (GB/s, as STREAM counts it: 24 bytes
+    an element) if each point of u is read once and w written once with its write-allocate
+    read: {threads: MLUP/s}. A bound in the regime where the planes the stencil reads stay in
+    cache; where they do not, the traffic grows and the rate falls below it."""
+    per = fd.bytes_per_point(operator, order, counted="minimum")
+    # add moves 32 bytes an element with write-allocate, of which STREAM counts 24
+    return {t: gbs * 1e9 * 32 / 24 / per / 1e6 for t, gbs in stream_gbs.items()}
+
+
+def propagator_table(df):
+    """The propagator's runs: per (order, n, dt_fraction) the median error, steps, seconds
+    per step and the run's cost (steps x seconds per step), one row each."""
+    d = df[df["kind"] == "propagator"]
+    wide = d.pivot_table(index=["order", "n", "mode", "dt_fraction", "nprocs"],
+                         columns="metric", values="value", aggfunc="median").reset_index()
+    wide["seconds"] = wide["steps"] * wide["step"]
+    return wide[["order", "n", "mode", "dt_fraction", "nprocs", "steps", "step", "error",
+                 "seconds"]]
+
+
+def cheapest_under(table, limit=0.01):
+    """The row of :func:`propagator_table` with the smallest cost among those whose error is
+    under ``limit``, and the words that say it (or that none is), report 003's criterion."""
+    ok = table[table["error"] < limit]
+    if ok.empty:
+        return None, (f"none of the {len(table)} configurations run here reaches an error "
+                      f"under {limit:.0%}")
+    best = ok.loc[ok["seconds"].idxmin()]
+    return best, (f"order {int(best['order'])} on {int(best['n'])}³ points at "
+                  f"{best['dt_fraction']:.0%} of the stable step ({int(best['steps'])} steps, "
+                  f"error {best['error']:.1e}), the cheapest of the {len(ok)} of "
+                  f"{len(table)} configurations under {limit:.0%}")
+
+
+def strong_scaling(df):
+    """The scaling runs: per rank count the median seconds per application (C Laplacian of
+    order 8), the speed-up and parallel efficiency against one rank, with the process grid."""
+    d = df[(df["kind"] == "scaling") & (df["metric"] == "apply")]
+    t = d.groupby(["nprocs", "grid"])["value"].median().rename("seconds").reset_index()
+    one = float(t.loc[t["nprocs"] == 1, "seconds"].iloc[0])
+    t["speedup"] = one / t["seconds"]
+    t["efficiency"] = t["speedup"] / t["nprocs"]
+    return t
+
+
+def _cache(meta, level):
+    """Bytes of one cache of ``level`` of the run's machine (from its description), or
+    None."""
+    found = [c["size_bytes"] for c in (meta.get("machine") or {}).get("caches", [])
+             if c.get("level") == level and c.get("size_bytes") and c.get("type") != "Instruction"]
+    return max(found) if found else None
+
+
+def convergence_figure(df, ax=None):
+    """The Laplacian's relative error against h per order (log-log), from the convergence
+    runs."""
+    from hpclab import plots
+
+    d = df[(df["kind"] == "convergence") & (df["metric"] == "error")]
+    if ax is None:
+        _, (ax,) = plots.new()
+    for i, (order, g) in enumerate(d.groupby("order")):
+        err = g.groupby("n")["value"].median()
+        label, color, marker, dash = plots.style(f"order {order}", i)
+        ax.loglog(1.0 / (err.index.to_numpy(dtype=float) + 1), err.to_numpy(), color=color,
+                  marker=marker, ls=dash, label=label)
+    ax.axhline(ROUND_OFF, color="0.6", ls=":", lw=1)
+    ax.set_xlabel("grid spacing h")
+    ax.set_ylabel("relative error")
+    ax.legend(fontsize="small", ncol=2)
+    return ax
+
+
+def rates_display(df):
+    """The rates table of the page: the C and Cython Laplacian per order, baseline and each
+    blocking, rounded."""
+    r = rates(df)
+    r = r[r["operator"] == "laplacian"].copy()
+    r["blocks"] = [f"{int(a)}x{int(b)}" if blocked else "none"
+                   for a, b, blocked in zip(r["block3"], r["block2"], r["blocked"])]
+    cols = ["mlups", "gflops", "gbs_hpcscan", "gbs_minimum"]
+    return r.set_index(["impl", "order", "blocks"])[cols].round(1).rename(columns={
+        "mlups": "MLUP/s", "gflops": "GFlop/s", "gbs_hpcscan": "GB/s (hpcscan)",
+        "gbs_minimum": "GB/s (minimum)"})
+
+
+def blocking_display(df):
+    """The blocking table of the page (C), rounded."""
+    g = blocking_gains(df)
+    if g.empty:
+        return g
+    return g.set_index(["operator", "order", "block3", "block2"])[
+        ["gain", "low", "high", "words"]].round(2)
+
+
+def propagator_display(df):
+    """The propagator table of the page: error and cost per order and share of the step."""
+    t = propagator_table(df)
+    return t.set_index(["order", "n", "dt_fraction"])[["steps", "error", "seconds"]].rename(
+        columns={"error": "error (max over steps)", "seconds": "seconds (steps x step)"})
+
+
+def numbers(measured, conv, stream=None):
+    """The page's computed numbers and words, {name: value} for glue. ``stream``: STREAM add
+    GB/s per thread count and where it came from (default: the declared input, measured when
+    missing)."""
+    from hpclab import machine, reference
+
+    df, meta = measured
+    out = {}
+    sizes = sorted(int(n) for n in df.loc[df["kind"] == "convergence", "n"].unique())
+    out["conv_sizes"] = machine.listing([f"{n}³" for n in sizes])
+    out["round_off"] = f"{ROUND_OFF:g} of the exact value"
+    d = df[df["kind"] == "derivative"]
+    ranks = int(d["nprocs"].max())
+    out["rates_ranks"] = ranks
+
+    # the roofline at STREAM add's bandwidth for the ranks of the rates
+    if stream is None:
+        from hpclab.chapters.stream.analysis import add_bandwidth
+
+        stream = add_bandwidth()
+    gbs, source = stream
+    threads = max(t for t in gbs if t <= ranks) if any(t <= ranks for t in gbs) else min(gbs)
+    bound = roofline_mlups({threads: gbs[threads]})[threads]
+    r = rates(df)
+    one = r[(r["impl"] == "c") & (r["operator"] == "laplacian") & (r["order"] == 8)
+            & (~r["blocked"].astype(bool))]
+    n = int(one["n"].iloc[0])
+    got = float(one["mlups"].iloc[0])
+    per_rank = 2 * 8 * (n / ranks + 8) * (n + 8) ** 2
+    llc = machine.last_level_share_bytes(meta.get("machine")) if meta.get("machine") else None
+    fits = llc is not None and per_rank <= llc * 2
+    arrays = f"its two arrays ({per_rank / 2**20:.1f} MiB per rank)"
+    if fits:
+        verdict = f"a bound that does not hold here: {arrays} fit in the caches"
+    elif got > bound:
+        verdict = (f"above a bound that {arrays}, beyond the cache, should not pass: the "
+                   "STREAM measurement is the thing to check")
+    else:
+        verdict = f"under it, as memory bounds it: {arrays} are beyond the cache"
+    out["roof_words"] = (
+        f"From {source}, STREAM add moves {gbs[threads]:.1f} GB/s with {threads} thread(s). "
+        f"At 24 bytes a point that allows {bound:,.0f} MLUP/s, a bound while the planes a "
+        f"point reads stay in cache. The C order-8 Laplacian ran at {got:,.0f} MLUP/s on "
+        f"{n}³ points, {got / bound:.2g} times the bound, {verdict}.")
+
+    # report 003's order-12 Laplacian in the minimum count (single precision: 4-byte words)
+    fd2 = reference.load("shaheen_hpcscan_fd_d2").set_index(["mode", "quantity"])["value"]
+    node = reference.load("shaheen_node").set_index("quantity")["value"]
+    counted = fd.bytes_per_point("laplacian", 12, word=4)
+    least = fd.bytes_per_point("laplacian", 12, word=4, counted="minimum")
+    blocked = fd2[("CacheBlk", "max_bandwidth_GBps")] * least / counted
+    base = fd2[("Baseline", "max_bandwidth_GBps")] * least / counted
+    out["report_min_words"] = (
+        f"{blocked:.0f} GB/s blocked and {base:.0f} GB/s baseline, against the node's peak "
+        f"memory bandwidth of {float(node['peak_memory_bandwidth']):g} GB/s")
+
+    # blocking
+    g = blocking_gains(df)
+    counts = g["words"].value_counts() if not g.empty else {}
+    l2 = _cache(meta, 2)
+    planes = 9 * (n + 8) ** 2 * 8  # the 2r + 1 = 9 planes an order-8 axis-3 derivative reads
+    inside = l2 is not None and planes <= l2
+    out["blocking_words"] = (
+        f"Of the {len(g)} comparisons of the C kernel, {counts.get('blocked faster', 0)} show "
+        f"blocking faster, {counts.get('blocked slower', 0)} slower and "
+        f"{len(g) - counts.get('blocked faster', 0) - counts.get('blocked slower', 0)} no "
+        f"difference (or too few repetitions to tell). On {n}³ points the nine planes an "
+        f"order-8 derivative along axis 3 reads take {planes / 2**10:,.0f} KiB, "
+        + (f"within this core's L2 cache of {l2 / 2**10:,.0f} KiB: there is little for "
+           "blocking to keep that the cache does not keep already." if inside else
+           (f"beyond this core's L2 cache of {l2 / 2**10:,.0f} KiB: blocks of planes let them "
+            "stay in cache." if l2 else "and this machine does not report its L2 cache.")))
+
+    # the propagator
+    t = propagator_table(df)
+    best, words = cheapest_under(t)
+    out["propagator_words"] = f"Here: {words}."
+
+    # the report's efficiencies
+    sh = reference.load("shaheen_hpcscan_scaling").set_index(["scaling", "fd_order"])
+    e = sh["parallel_efficiency_percent"]
+    out["report_eff_words"] = (
+        f"{e[('strong', 4)]:.0f}% at order 4 to {e[('strong', 12)]:.0f}% at order 12 in strong "
+        f"scaling and from {e[('weak', 4)]:.0f}% to {e[('weak', 12)]:.0f}% in weak scaling")
+    return out
