@@ -126,34 +126,40 @@ def run_c(MPI.Comm comm not None, int op, int order, dims, long n3, long n2, lon
 
 
 cdef void _rows(hpclab_stencil_problem *P, long i3, long i2a, long i2b) noexcept nogil:
-    """w on the rows [i2a, i2b) of plane i3 (interior indices), axis 1 whole."""
+    """w on the rows [i2a, i2b) of plane i3 (interior indices), axis 1 whole. The sum over
+    the stencil is the outer loop and the row the inner one: each pass over the row adds
+    one distance j for every point, a loop the C compiler runs in vector lanes (with the
+    radius known only at run time, a sum over j inside would not be)."""
     cdef long r = P.r, n1 = P.l[2], i2, i1, j
-    cdef size_t s2 = P.s[1], s3 = P.s[0], row, c, sj
+    # signed offsets: i1 - offset is negative at the start of a row (the halo)
+    cdef long s2 = <long>P.s[1], s3 = <long>P.s[0], s, sj, sk
     cdef int d = 0 if P.op == HPCLAB_STENCIL_LAPLACIAN else 2 - P.op
-    cdef size_t s = P.s[d]
-    cdef double v
-    cdef double *u = P.u
-    cdef double *w = P.w
+    cdef double a0, a1, a2, c0
+    cdef double *u
+    cdef double *w
     for i2 in range(i2a, i2b):
-        row = (<size_t>(i3 + r)) * s3 + (<size_t>(i2 + r)) * s2 + <size_t>r
+        u = P.u + (<size_t>(i3 + r)) * s3 + (<size_t>(i2 + r)) * s2 + <size_t>r
+        w = P.w + (<size_t>(i3 + r)) * s3 + (<size_t>(i2 + r)) * s2 + <size_t>r
         if P.op == HPCLAB_STENCIL_LAPLACIAN:
+            c0 = P.centre
             for i1 in range(n1):
-                c = row + <size_t>i1
-                v = P.centre * u[c]
-                for j in range(1, r + 1):
-                    sj = <size_t>j
-                    v = v + P.a[2][j] * (u[c + sj] + u[c - sj]) \
-                        + P.a[1][j] * (u[c + sj * s2] + u[c - sj * s2]) \
-                        + P.a[0][j] * (u[c + sj * s3] + u[c - sj * s3])
-                w[c] = v
+                w[i1] = c0 * u[i1]
+            for j in range(1, r + 1):
+                a0, a1, a2 = P.a[0][j], P.a[1][j], P.a[2][j]
+                sk = j * s2
+                s = j * s3
+                for i1 in range(n1):
+                    w[i1] = w[i1] + a2 * (u[i1 + j] + u[i1 - j]) \
+                        + a1 * (u[i1 + sk] + u[i1 - sk]) + a0 * (u[i1 + s] + u[i1 - s])
         else:
+            c0 = P.a[d][0]
             for i1 in range(n1):
-                c = row + <size_t>i1
-                v = P.a[d][0] * u[c]
-                for j in range(1, r + 1):
-                    sj = <size_t>j * s
-                    v = v + P.a[d][j] * (u[c + sj] + u[c - sj])
-                w[c] = v
+                w[i1] = c0 * u[i1]
+            for j in range(1, r + 1):
+                a0 = P.a[d][j]
+                sj = j * <long>P.s[d]
+                for i1 in range(n1):
+                    w[i1] = w[i1] + a0 * (u[i1 + sj] + u[i1 - sj])
 
 
 cdef void _compute(hpclab_stencil_problem *P, long b3, long b2) noexcept nogil:
