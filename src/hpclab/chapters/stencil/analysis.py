@@ -28,10 +28,12 @@ from hpclab.chapters.stencil.sweep import (  # noqa: F401 (the sweep's, for page
     NAME,
     NPROCS,
     OPERATORS,
+    WAVE_UNITS,
     measure,
     run,
     run_mpi,
     tasks,
+    thick_enough,
 )
 
 # errors below this share of the exact value are round-off, not truncation: a fit of the
