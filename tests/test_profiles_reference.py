@@ -60,6 +60,23 @@ def test_report_003_rows_agree_with_the_ratios_the_report_prints():
     assert (share == grid["percent_of_peak"]).all()
 
 
+def test_report_002_rows_hold_what_the_report_says_of_them():
+    """Transcription checks: HPCC's min, average and max are in order, a random ring is
+    slower than a natural one, HPCG's default size is the best, as the report says, and the
+    library table has the five implementations of Table 5.1."""
+    hpcc = reference.load("hamburg_hpcc").set_index("quantity")["value"]
+    for what in ("PingPongLatency", "PingPongBandwidth"):
+        assert hpcc[f"Min{what}"] <= hpcc[f"Avg{what}"] <= hpcc[f"Max{what}"]
+    assert hpcc["RandomlyOrderedRingLatency"] > hpcc["NaturallyOrderedRingLatency"]
+    assert hpcc["RandomlyOrderedRingBandwidth"] < hpcc["NaturallyOrderedRingBandwidth"]
+    assert hpcc["HPL (N=296400 NB=192 P=8 Q=20)"] == 3106  # printed 3.106e+03
+    hpcg = reference.load("hamburg_hpcg").set_index("problem_size")["gflops"]
+    assert hpcg.idxmax() == "104x104x104" and hpcg.max() == 72.573
+    libs = reference.load("hamburg_mpi_libraries")
+    assert list(libs["implementation"]) == ["Open MPI", "MPICH2", "MVAPICH2", "Intel MPI",
+                                            "IBM MPI"]
+
+
 def test_ring_profiles_never_time_beyond_the_checks():
     for p in profiles.PROFILES:
         s = profiles.get("ring", p)
