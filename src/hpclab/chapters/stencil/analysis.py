@@ -121,6 +121,19 @@ def blocking_gains(df, impl="c"):
     return pd.DataFrame(rows)
 
 
+def weights_list(orders=fd.ORDERS):
+    """The weights of each order as exact fractions, a Markdown list (see
+    :func:`weights_table` for the counts)."""
+    words = {}
+    for order in orders:
+        c = fd.second_derivative(order, exact=True)
+        r = order // 2
+        sub = str(r).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
+        words[f"order {order}"] = (f"c₀ = {c[r]}; c₁ … c{sub} = "
+                                   + ", ".join(str(v) for v in c[r + 1:]))
+    return words_list(words)
+
+
 def weights_table(orders=fd.ORDERS):
     """The centred weights c_0 .. c_r of d²/dx² for each order as exact fractions (Fornberg,
     :func:`hpclab.chapters.stencil.fd.second_derivative`), with the points one output reads
@@ -138,10 +151,15 @@ def weights_table(orders=fd.ORDERS):
 
 
 def convergence_display(conv):
-    """The convergence table of the page: observed order and interval per order, and the
-    words (a Styler: long words are not cut)."""
-    return conv.set_index("order")[["points", "observed", "low", "high", "words"]].round(
-        2).style.format(precision=2)
+    """The convergence table of the page: observed order and interval per order (numbers
+    only: the words go below it as a list, which a phone's width wraps)."""
+    table = conv.set_index("order")[["points", "observed", "low", "high"]].round(2)
+    return table.astype(object).where(table.notna(), "–")  # no fit: a dash, not NaN
+
+
+def words_list(words):
+    """{label: words} as a Markdown list, for what does not fit a table's cell."""
+    return "\n".join(f"* **{label}**: {text}" for label, text in words.items())
 
 
 def roofline_mlups(stream_gbs, operator="laplacian", order=8):
