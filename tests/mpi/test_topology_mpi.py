@@ -31,6 +31,33 @@ def global_array(shape):
     return np.arange(1, int(np.prod(shape)) + 1, dtype=float).reshape(shape)
 
 
+def check_layers(topo, f, g, periods, what=""):
+    """Every layer k of the halo outside each face of an exchanged field ``f`` holds the
+    global point k beyond the block's edge (wrapped where periodic; the sentinel, untouched,
+    beyond a closed boundary)."""
+    shape, w = g.shape, topo.halo
+    for d in range(len(shape)):
+        for k in range(1, w + 1):
+            for side, index, edge in (("lo", w - k, topo.offset[d] - k),
+                                      ("hi", topo.local[d] + w - 1 + k,
+                                       topo.offset[d] + topo.local[d] - 1 + k)):
+                idx = list(topo.interior)
+                idx[d] = index
+                got = f[tuple(idx)]
+                gidx = [np.arange(o, o + n) for o, n in zip(topo.offset, topo.local)]
+                if periods[d]:
+                    gidx[d] = np.array([edge % shape[d]])
+                elif not 0 <= edge < shape[d]:
+                    assert (got == SENTINEL).all(), \
+                        f"{what}{side} layer {k} of a closed boundary changed"
+                    continue
+                else:
+                    gidx[d] = np.array([edge])
+                want = g[np.ix_(*gidx)].reshape(got.shape)
+                np.testing.assert_array_equal(got, want,
+                                              err_msg=f"{what}dim {d} {side} layer {k}")
+
+
 @pytest.mark.parametrize("impl", IMPLEMENTATIONS)
 @pytest.mark.parametrize("shape,dims,periods", CASES)
 def test_halo_exchange_matches_the_global_grid(impl, shape, dims, periods):
@@ -41,22 +68,7 @@ def test_halo_exchange_matches_the_global_grid(impl, shape, dims, periods):
         block = tuple(slice(o, o + n) for o, n in zip(topo.offset, topo.local))
         f[topo.interior] = g[block]
         topo.exchange(f)
-        for d in range(len(shape)):
-            for side, halo, step in (("lo", 0, -1), ("hi", topo.local[d] + 1, +1)):
-                idx = list(topo.interior)
-                idx[d] = halo
-                got = f[tuple(idx)]
-                gidx = [np.arange(o, o + n) for o, n in zip(topo.offset, topo.local)]
-                edge = topo.offset[d] + (-1 if step < 0 else topo.local[d])
-                if periods[d]:
-                    gidx[d] = np.array([edge % shape[d]])
-                elif not 0 <= edge < shape[d]:
-                    assert (got == SENTINEL).all(), f"{side} halo of a closed boundary changed"
-                    continue
-                else:
-                    gidx[d] = np.array([edge])
-                want = g[np.ix_(*gidx)].reshape(got.shape)
-                np.testing.assert_array_equal(got, want, err_msg=f"{impl} dim {d} {side}")
+        check_layers(topo, f, g, periods, f"{impl} ")
         # corners are not exchanged: a 7-point stencil does not read them
         if len(shape) > 1:
             assert f[(0,) * len(shape)] == SENTINEL
@@ -107,7 +119,7 @@ def test_bad_shapes_are_refused_on_every_rank(impl, kwargs, match):
 def test_a_field_of_the_wrong_shape_is_refused():
     for impl in IMPLEMENTATIONS:
         with Topology(COMM, (8, 8), impl=impl) as topo:
-            with pytest.raises(ValueError, match="local \\+ 2 per dimension"):
+            with pytest.raises(ValueError, match="local \\+ 2 halo per dimension"):
                 topo.exchange(np.zeros((3, 3)))
 
 
@@ -141,3 +153,36 @@ def test_scatter_refuses_a_global_array_of_the_wrong_shape():
             t.scatter(np.zeros((4, 6)) if t.rank == 0 else None)  # on every rank
     finally:
         t.free()
+
+
+WIDE = [((14, 12, 13), None, (False, False, False), 3), ((17, 9), (0, 1), (True, False), 2),
+        ((12,), None, (True,), 3)]
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize("shape,dims,periods,halo", WIDE)
+def test_a_wider_halo_holds_every_layer_of_the_neighbours(impl, shape, dims, periods, halo):
+    """A halo of w layers: layer k outside each face holds the global point k beyond the
+    block's edge (wrapped where periodic, untouched at a closed boundary)."""
+    with Topology(COMM, shape, dims=dims, periods=periods, impl=impl, halo=halo) as topo:
+        assert topo.shape == tuple(n + 2 * halo for n in topo.local)
+        assert topo.describe()["halo"] == halo
+        g = global_array(shape)
+        f = topo.field(SENTINEL)
+        f[topo.interior] = g[tuple(slice(o, o + n) for o, n in zip(topo.offset, topo.local))]
+        topo.exchange(f)
+        check_layers(topo, f, g, periods, f"{impl} ")
+        np.testing.assert_array_equal(topo.gather(f), g if COMM.Get_rank() == 0 else None)
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_a_halo_thicker_than_a_cut_block_is_refused_on_every_rank(impl):
+    if SIZE == 1:
+        with Topology(COMM, (3, 4), periods=(True, False), impl=impl, halo=3) as topo:
+            assert topo.shape == (9, 10)  # one rank, periodic: 3 points hold a halo of 3
+        with pytest.raises(ValueError, match="a halo of 4 layers needs blocks at least 4"):
+            Topology(COMM, (3, 4), periods=(True, False), impl=impl, halo=4)
+        return
+    with pytest.raises(ValueError, match=r"a halo of 3 layers needs blocks at least 3 "
+                                         r"points thick, but \d+ ranks cut dimension 0"):
+        Topology(COMM, (2 * SIZE, 40), dims=(SIZE, 1), impl=impl, halo=3)

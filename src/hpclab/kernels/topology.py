@@ -87,6 +87,10 @@ class Topology:
         Periodic dimensions (default: none).
     impl : {"c", "python"}
         The C layer or its mpi4py twin.
+    halo : int
+        Halo layers around the block (1: what 5- and 7-point stencils read; r for a stencil
+        of radius r). A cut (or periodic) dimension whose blocks are thinner than the halo is
+        refused with the same message on every rank.
 
     Attributes
     ----------
@@ -97,13 +101,17 @@ class Topology:
         Dimensions split over more than one rank (the ``k`` of halo models).
     """
 
-    def __init__(self, comm, global_shape, dims=None, periods=None, impl="python"):
+    def __init__(self, comm, global_shape, dims=None, periods=None, impl="python", halo=1):
         from mpi4py import MPI
 
         if impl not in IMPLEMENTATIONS:
             raise ValueError(f"unknown topology implementation {impl!r}: choose one of "
                              f"{', '.join(IMPLEMENTATIONS)}")
+        if isinstance(halo, bool) or not isinstance(halo, (int, np.integer)) or halo < 1:
+            raise ValueError(f"halo must be an integer >= 1 (layers), got {halo!r}")
         shape, dims, periods = _shape(comm, global_shape, dims, periods)
+        self.halo = int(halo)
+        self._mpi = MPI
         self.impl = impl
         self.comm = comm  # ranks keep their numbers in the grid (no reordering)
         self._c = None
@@ -111,7 +119,7 @@ class Topology:
         if impl == "c":
             from hpclab.kernels.common._common import CTopology
 
-            self._c = CTopology(comm, shape, dims, periods)
+            self._c = CTopology(comm, shape, dims, periods, self.halo)
             d = self._c.describe()
             self.cart = None
             self.rank, self.size = d["rank"], d["size"]
@@ -130,35 +138,52 @@ class Topology:
             shifts = [self.cart.Shift(d, 1) for d in range(len(shape))]
             self.lo = tuple(lo for lo, _ in shifts)
             self.hi = tuple(hi for _, hi in shifts)
+            self._refuse_thin_blocks()
             self._faces = [self._face_types(d) for d in range(len(shape))]
         self.ndims = len(self.global_shape)
         self.cut = sum(p > 1 for p in self.dims)
         self._mpi = MPI
 
+    def _refuse_thin_blocks(self):
+        """A block of a cut (or periodic) dimension thinner than the halo would need points
+        of a farther rank: refused on every rank, with the C layer's words."""
+        w = self.halo
+        thin = [d for d, (n, p, per) in enumerate(zip(self.local, self.dims, self.periods))
+                if (p > 1 or per) and n < w]
+        worst = self.cart.allreduce(thin[0] if thin else -1, op=self._mpi.MAX)
+        if worst >= 0:
+            self.cart.Free()
+            raise ValueError(f"a halo of {w} layers needs blocks at least {w} points thick, "
+                             f"but {self.dims[worst]} ranks cut dimension {worst} "
+                             f"({self.global_shape[worst]} points) thinner: use fewer ranks "
+                             "along it or a larger grid")
+
     def _face_types(self, d):
         from mpi4py import MPI
 
-        sizes = [n + 2 for n in self.local]
-        sub = [1 if k == d else n for k, n in enumerate(self.local)]
+        w = self.halo
+        sizes = [n + 2 * w for n in self.local]
+        sub = [w if k == d else n for k, n in enumerate(self.local)]
 
         def face(start):
-            starts = [start if k == d else 1 for k in range(len(sizes))]
+            starts = [start if k == d else w for k in range(len(sizes))]
             t = MPI.DOUBLE.Create_subarray(sizes, sub, starts, order=MPI.ORDER_C).Commit()
             self._types.append(t)
             return t
 
         n = self.local[d]
-        return {"send_lo": face(1), "send_hi": face(n), "recv_lo": face(0), "recv_hi": face(n + 1)}
+        return {"send_lo": face(w), "send_hi": face(n), "recv_lo": face(0),
+                "recv_hi": face(n + w)}
 
     @property
     def shape(self):
-        """The shape of this rank's array: local + 2 per dimension (one halo layer)."""
-        return tuple(n + 2 for n in self.local)
+        """The shape of this rank's array: local + 2 halo per dimension."""
+        return tuple(n + 2 * self.halo for n in self.local)
 
     @property
     def interior(self):
-        """The index of the interior of a field (the halo layer cut off)."""
-        return tuple(slice(1, n + 1) for n in self.local)
+        """The index of the interior of a field (the halo cut off)."""
+        return tuple(slice(self.halo, n + self.halo) for n in self.local)
 
     def field(self, fill=0.0):
         """A new C-contiguous array of doubles of :attr:`shape`."""
@@ -170,7 +195,7 @@ class Topology:
                 "coords": tuple(self.coords), "global": tuple(self.global_shape),
                 "local": tuple(self.local), "offset": tuple(self.offset),
                 "lo": tuple(self.lo), "hi": tuple(self.hi), "rank": self.rank,
-                "size": self.size, "cut": self.cut,
+                "size": self.size, "cut": self.cut, "halo": self.halo,
                 "points": int(np.prod(self.shape))}
 
     def exchange(self, field):
@@ -181,7 +206,7 @@ class Topology:
         if not isinstance(field, np.ndarray) or field.dtype != np.float64 \
                 or not field.flags.c_contiguous or field.shape != self.shape:
             raise ValueError(f"the field must be a C-contiguous float64 array of shape "
-                             f"{self.shape} (local + 2 per dimension), got "
+                             f"{self.shape} (local + 2 halo per dimension), got "
                              f"{getattr(field, 'shape', type(field).__name__)}")
         if self._c is not None:
             self._c.exchange(field.reshape(-1))
@@ -197,7 +222,8 @@ class Topology:
             raise TypeError("start_exchange belongs to the mpi4py topology (impl='python'); "
                             "C code calls hpclab_halo_start and hpclab_halo_finish")
         if getattr(field, "shape", None) != self.shape:
-            raise ValueError(f"the field must have shape {self.shape} (local + 2 per dimension)")
+            raise ValueError(f"the field must have shape {self.shape} (local + 2 halo per "
+                             "dimension)")
         reqs = []
         for d, f in enumerate(self._faces):
             reqs.append(self.cart.Irecv([field, 1, f["recv_lo"]], self.lo[d], 2 * d + 1))

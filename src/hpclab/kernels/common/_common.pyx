@@ -13,7 +13,8 @@ from mpi4py.libmpi cimport MPI_Finalized, MPI_COMM_NULL
 from hpclab_common cimport (HPCLAB_ERRLEN, hpclab_alloc, hpclab_free, hpclab_mpi_build_library,
                             hpclab_compiler, hpclab_topo, hpclab_topo_create, hpclab_topo_free,
                             hpclab_topo_points, hpclab_halo_exchange, hpclab_block_range,
-                            hpclab_topo_block_of, hpclab_topo_scatter, hpclab_topo_gather)
+                            hpclab_topo_block_of, hpclab_topo_scatter, hpclab_topo_gather,
+                            hpclab_topo_set_halo)
 
 
 cdef class Buffer:
@@ -97,7 +98,7 @@ cdef class CTopology:
     cdef hpclab_topo t
     cdef bint alive
 
-    def __cinit__(self, MPI.Comm comm not None, global_shape, dims, periods):
+    def __cinit__(self, MPI.Comm comm not None, global_shape, dims, periods, int halo=1):
         cdef long g[3]
         cdef int d_[3]
         cdef int p_[3]
@@ -116,6 +117,12 @@ cdef class CTopology:
         if rc:
             raise ValueError(errmsg.decode(errors="replace"))
         self.alive = True
+        if halo != 1:
+            with nogil:
+                rc = hpclab_topo_set_halo(&self.t, halo, errmsg, HPCLAB_ERRLEN)
+            if rc:
+                self.free()
+                raise ValueError(errmsg.decode(errors="replace"))
 
     def _tuple(self, name):
         cdef int k
@@ -133,17 +140,18 @@ cdef class CTopology:
             raise ValueError("this topology was freed")
         out = {name: self._tuple(name) for name in ("dims", "periods", "coords", "global",
                                                     "local", "offset", "lo", "hi")}
-        out.update(rank=self.t.rank, size=self.t.size, cut=self.t.cut,
+        out.update(rank=self.t.rank, size=self.t.size, cut=self.t.cut, halo=self.t.halo,
                    points=hpclab_topo_points(&self.t))
         return out
 
     def exchange(self, double[::1] field not None):
-        """Exchange the halo layer of a C-contiguous field of local + 2 points per dimension."""
+        """Exchange the halo of a C-contiguous field of local + 2 halo points per dimension."""
         if not self.alive:
             raise ValueError("this topology was freed")
         if <size_t>field.shape[0] != hpclab_topo_points(&self.t):
             raise ValueError(f"the field has {field.shape[0]} doubles, the decomposition "
-                             f"needs {hpclab_topo_points(&self.t)} (local + 2 per dimension)")
+                             f"needs {hpclab_topo_points(&self.t)} (local + 2 halo per "
+                             "dimension)")
         with nogil:
             hpclab_halo_exchange(&self.t, &field[0])
 
