@@ -115,25 +115,33 @@ def _flat(L, nx, sweeps=10):
     blocking on nx planes of L x L points per rank, planes too large for the cache budget."""
     from mpi4py import MPI
 
-    from hpclab.chapters.jacobi import kernels as jacobi
     from hpclab.chapters.jacobi.kernels import _jacobi
 
     comm = MPI.COMM_WORLD
-    dims = jacobi.process_grid("cube", comm.Get_size())
     budget = _jacobi.cache()
-
-    def sweep(cache):
-        _jacobi.set_cache(cache)
-        try:
-            t = jacobi.run_c(comm, "cube", nx * dims[0], L * dims[1], L * dims[2],
-                             sweeps=sweeps, repetitions=5)
-        finally:
-            _jacobi.set_cache(budget)
-        return nx * L**2 / float(np.min(t[1])) / 1e6
-
-    out = in_random_order(comm, {"c": lambda: sweep(budget), "c_plain": lambda: sweep(0)})
+    local = (nx, L, L)
+    out = in_random_order(comm, {"c": lambda: _sweep_mlups(comm, "c", local, sweeps, budget),
+                                 "c_plain": lambda: _sweep_mlups(comm, "c", local, sweeps, 0)})
     if comm.Get_rank() == 0:
         protocol.emit(out)
+
+
+def _sweep_mlups(comm, impl, local, sweeps, cache):
+    """Compute-phase MLUP/s per rank of one implementation on blocks of ``local`` = (nx, ny,
+    nz) points per rank of a cube process grid, with the spatial-blocking budget ``cache``
+    for this measurement only (the process's own budget is restored after it)."""
+    from hpclab.chapters.jacobi import kernels as jacobi
+    from hpclab.chapters.jacobi.kernels import _jacobi
+
+    dims = jacobi.process_grid("cube", comm.Get_size())
+    budget = _jacobi.cache()
+    _jacobi.set_cache(cache)
+    try:
+        t = jacobi.RUNNERS[impl](comm, "cube", *(n * d for n, d in zip(local, dims)),
+                                 sweeps=sweeps, repetitions=5)
+    finally:
+        _jacobi.set_cache(budget)
+    return float(np.prod(local)) / float(np.min(t[1])) / 1e6
 
 
 def flat_side(budget, step=256):
@@ -153,22 +161,14 @@ def _ours(L, sweeps=10):
     GB/s per rank (its slowest rank's time) on arrays as large as one rank's field."""
     from mpi4py import MPI
 
-    from hpclab.chapters.jacobi import kernels as jacobi
     from hpclab.chapters.jacobi.kernels import _jacobi
     from hpclab.chapters.stream import kernels as stream
 
     comm = MPI.COMM_WORLD
-    dims = jacobi.process_grid("cube", comm.Get_size())
     budget = _jacobi.cache()
 
     def sweep(impl, cache):
-        _jacobi.set_cache(cache)
-        try:
-            t = jacobi.RUNNERS[impl](comm, "cube", L * dims[0], L * dims[1], L * dims[2],
-                                     sweeps=sweeps, repetitions=5)
-        finally:
-            _jacobi.set_cache(budget)
-        return L**3 / float(np.min(t[1])) / 1e6
+        return _sweep_mlups(comm, impl, (L, L, L), sweeps, cache)
 
     def streams():
         comm.Barrier()
