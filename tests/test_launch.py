@@ -197,6 +197,32 @@ def test_engines_deadlock_times_out_within_its_timeout_and_recovers():
     assert not wait_dead(list(pids) + [p for _, _, p in second])
 
 
+def _crash_rank_one():
+    import os
+    import signal
+
+    from mpi4py import MPI
+
+    if MPI.COMM_WORLD.Get_rank() == 1:
+        os.kill(os.getpid(), signal.SIGSEGV)  # what an index past an array's end can do
+    MPI.COMM_WORLD.Barrier()
+    return 0
+
+
+def test_an_engine_that_crashes_is_named_and_fresh_engines_follow():
+    """A segmentation fault in one engine (compiled code writing past an array) raises
+    EngineCrash in words, stops the set instead of leaving rank 0 in its barrier, and the
+    next run starts fresh engines."""
+    from hpclab.engines import EngineCrash
+
+    with launch.cluster(n=2, timeout=60) as eng:
+        before = [p for _, _, p in eng.run(_ranks)]
+        with pytest.raises(EngineCrash, match="an MPI engine died while running it"):
+            eng.run(_crash_rank_one, timeout=30, what="a crash")
+        assert not wait_dead(before), "the crashed set's engines still run"
+        assert [(r, s) for r, s, _ in eng.run(_ranks)] == [(0, 2), (1, 2)]
+
+
 def test_fresh_engines_work_while_the_controller_still_counts_the_killed_ones(monkeypatch):
     """A controller that learns late that the engines were killed (on a loaded machine the
     nanny's word and the missed heartbeats can both come after a restart) still gives the

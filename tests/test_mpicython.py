@@ -53,6 +53,16 @@ def monkeypatch_module():
         yield mp
 
 
+def test_a_magic_line_asks_for_an_optimisation_level_and_nothing_else():
+    assert mpicython.cell_flags("") == ["-O0"]
+    assert mpicython.cell_flags(" -O3 -march=native ") == ["-O3", "-march=native"]
+    assert mpicython.cell_flags("-march=native") == ["-O0", "-march=native"]
+    with pytest.raises(mpicython.CythonCellError, match="does not take -ffast-math"):
+        mpicython.cell_flags("-O3 -ffast-math")
+    with pytest.raises(mpicython.CythonCellError, match="2 optimisation levels"):
+        mpicython.cell_flags("-O2 -O3")
+
+
 def test_a_cell_compiles_once_and_its_functions_run_on_every_engine(compiled):
     from hpclab import launch
 

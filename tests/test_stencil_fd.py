@@ -109,19 +109,19 @@ def test_the_mirror_makes_the_halo_the_odd_reflection():
 
 
 def test_the_propagator_converges_as_h2_at_order_2_and_faster_at_order_4():
-    e2 = [fd.standing_mode(n, 2, mode=3, periods=2, dt_fraction=0.1)[0] for n in (13, 25)]
-    e4 = fd.standing_mode(25, 4, mode=3, periods=2, dt_fraction=0.1)[0]
+    e2 = [fd.standing_mode(n, 2, mode=3, periods=2, dt_fraction=0.1)[0] for n in (11, 23)]
+    e4 = fd.standing_mode(23, 4, mode=3, periods=2, dt_fraction=0.1)[0]
     assert 3.5 < e2[0] / e2[1] < 4.5, e2
     assert e4 < e2[1] / 10
-    err, steps, ppw = fd.standing_mode(25, 8, mode=3, periods=1, dt_fraction=0.5)
+    err, steps, ppw = fd.standing_mode(23, 8, mode=3, periods=1, dt_fraction=0.5)
     assert ppw == 16 and steps > 1 and err < 0.05
 
 
 @pytest.mark.parametrize("order", (2, 8))
 def test_beyond_the_stable_step_the_wave_grows_and_within_it_it_does_not(order):
     # a mode of 4.4 points per wavelength excites the shortest waves the grid carries
-    grows = fd.standing_mode(25, order, mode=11, periods=20, dt_fraction=1.05)[0]
-    bounded = fd.standing_mode(25, order, mode=11, periods=20, dt_fraction=0.95)[0]
+    grows = fd.standing_mode(23, order, mode=11, periods=20, dt_fraction=1.05)[0]
+    bounded = fd.standing_mode(23, order, mode=11, periods=20, dt_fraction=0.95)[0]
     assert grows > 10 and bounded <= 2.01, (grows, bounded)
     with pytest.raises(ValueError, match="mode 30"):
-        fd.standing_mode(25, order, mode=30)
+        fd.standing_mode(23, order, mode=30)

@@ -66,6 +66,16 @@ _REMOTE_TYPES = {"ValueError": ValueError, "TypeError": TypeError, "MemoryError"
                  "NotImplementedError": NotImplementedError}
 
 
+class EngineCrash(RuntimeError):
+    """An engine's process died while it ran a call (a crash, not an exception)."""
+
+
+def _engine_died(exc):
+    """Whether an ipyparallel remote error says an engine died (its process is gone)."""
+    errors = getattr(exc, "elist", None) or [(getattr(exc, "ename", ""), None, None, None)]
+    return any(e[0] == "EngineError" for e in errors)
+
+
 def _remote_exception(exc, what, note="", ranks=None):
     """Turn an ipyparallel remote error into an exception of the original type (``note``:
     a sentence after the error; ``ranks``: each engine id's MPI rank, where they differ)."""
@@ -569,9 +579,16 @@ class Engines:
             # now, so that the next call starts fresh ones instead of waiting behind it
             self._kill_engines()
             raise
-        except ipp.error.CompositeError as exc:
-            raise _remote_exception(exc, what, ranks=self._ranks) from None
-        except ipp.error.RemoteError as exc:
+        except (ipp.error.CompositeError, ipp.error.RemoteError) as exc:
+            if _engine_died(exc):
+                # a crash (compiled code that wrote outside its arrays, say): the rest of the
+                # set waits for a rank that is gone, so stop it; the next run starts fresh ones
+                self._kill_engines()
+                raise EngineCrash(
+                    f"{what}: an MPI engine died while running it (a crash of the process, "
+                    "most often compiled code that read or wrote outside an array: with "
+                    "boundscheck=False nothing stops an index past the end). The engines were "
+                    "stopped, and fresh ones start with the next run") from None
             raise _remote_exception(exc, what, ranks=self._ranks) from None
         order = sorted(range(len(results)),
                        key=lambda i: self._ranks.get(ar.engine_id[i], ar.engine_id[i]))

@@ -117,6 +117,15 @@ def last_level_cache_bytes():
     return max(sizes) if sizes else None
 
 
+def cache_bytes(level, described=None):
+    """Size of one instance of the data (or unified) cache of ``level`` (1, 2, 3), in bytes;
+    None when the machine does not say. ``described``: a machine description
+    (:func:`describe`) instead of this one."""
+    found = [c["size_bytes"] for c in ((described.get("caches") or []) if described else caches())
+             if c.get("level") == level and c["size_bytes"] and c["type"] != "Instruction"]
+    return max(found) if found else None
+
+
 def last_level_share_bytes(described=None):
     """One core's share of the last-level data (or unified) cache: its size over the cores
     that share it (SMT siblings count as one core), in bytes; None when the machine does not

@@ -11,11 +11,14 @@
 
 The cell is compiled once, here in the notebook's kernel, without the C compiler's
 optimisations (-O0: a cell's loop around MPI calls gains nothing measurable from them, and the
-build takes a third of the time), with the MPI compiler wrapper the library's own kernels were
-built with (so the module calls the MPI that mpi4py loads), into
-a module whose name is the hash of its source. No engine compiles: several engines building
-one module at the same moment write over each other's files. Each function the cell defines
-(``def`` or ``cpdef`` at the top level) becomes a name in the notebook that engines can call:
+build takes a third of the time) unless the magic's line asks for them: ``%%mpi_cython -O3
+-march=native`` for a loop whose arithmetic is what is timed, as the library's own compute
+kernels are built (the flags allowed are :data:`FLAGS`). It is compiled with the MPI compiler
+wrapper the library's own kernels were built with (so the module calls the MPI that mpi4py
+loads), into a module whose name is the hash of its source and flags. No engine compiles:
+several engines building one module at the same moment write over each other's files. Each
+function the cell defines (``def`` or ``cpdef`` at the top level) becomes a name in the notebook
+that engines can call:
 ``engines.run(f, ...)`` and the labs' checks load the module on each engine the first time
 they call one of its functions, and on engines started later too.
 
@@ -39,6 +42,8 @@ from pathlib import Path
 
 COMPILE_TIMEOUT = 180  # seconds for Cython and the C compiler together
 PREFIX = "_hpclab_cell_"
+# the C compiler's flags a cell's magic line may ask for; -O0 when it asks for none
+FLAGS = ("-O0", "-O1", "-O2", "-O3", "-march=native")
 _DEFS = re.compile(r"^(?:cp)?def\s+(?:[\w.\[\]*]+\s+)*?(\w+)\s*\(", re.M)
 
 
@@ -220,7 +225,24 @@ def nogil_problem(func, calls=("MPI_Send", "MPI_Recv")):
             "Put the whole loop of MPI_Send and MPI_Recv inside `with nogil:`")
 
 
-def compile_cell(source, timeout=COMPILE_TIMEOUT):
+def cell_flags(line):
+    """The C compiler's flags of a magic line (``-O3 -march=native``): the optimisation level
+    (-O0 when none is given) and -march=native when asked; a CythonCellError that names the
+    flags allowed for anything else."""
+    words = line.split()
+    unknown = [w for w in words if w not in FLAGS]
+    if unknown:
+        raise CythonCellError(f"%%mpi_cython does not take {' '.join(unknown)}: its line may "
+                              f"give {', '.join(FLAGS)} (an optimisation level and the "
+                              "building CPU's vector width)")
+    levels = [w for w in words if w.startswith("-O")]
+    if len(levels) > 1:
+        raise CythonCellError(f"%%mpi_cython was given {len(levels)} optimisation levels "
+                              f"({' '.join(levels)}): give one")
+    return [*(levels or ["-O0"]), *(["-march=native"] if "-march=native" in words else [])]
+
+
+def compile_cell(source, timeout=COMPILE_TIMEOUT, flags=("-O0",)):
     """Compile ``source`` (a cell's Cython, without its magic line) into a module in
     :func:`build_dir`; return the module's name and the path of its shared library. The
     same source, compiler and MPI compile once: a second call finds the library. Each build
@@ -230,10 +252,12 @@ def compile_cell(source, timeout=COMPILE_TIMEOUT):
     import mpi4py
     import numpy
 
+    if any(f not in FLAGS for f in flags):
+        raise CythonCellError(f"C compiler flags {list(flags)}: allowed are {', '.join(FLAGS)}")
     record = _build_record()
     mpicc = _mpicc(record)
     cython_cmd = [sys.executable, "-m", "cython", "-3", "-I", mpi4py.get_include()]
-    cc_cmd = [*shlex.split(mpicc), "-shared", "-fPIC", "-O0", "-I",
+    cc_cmd = [*shlex.split(mpicc), "-shared", "-fPIC", *flags, "-I",
               sysconfig.get_paths()["include"], "-I", numpy.get_include(), "-I",
               mpi4py.get_include()]
     key = hashlib.sha256("\0".join([source, record, os.environ.get("MPICC", ""),
@@ -299,10 +323,10 @@ class EngineFunction:
         return getattr(_load(self.module, self.path), self.name)(*args, **kwargs)
 
 
-def functions(source, timeout=COMPILE_TIMEOUT):
-    """Compile ``source`` and return name -> :class:`EngineFunction` for each function it
-    defines."""
-    module, path = compile_cell(source, timeout=timeout)
+def functions(source, timeout=COMPILE_TIMEOUT, flags=("-O0",)):
+    """Compile ``source`` (with the C compiler's ``flags``) and return name ->
+    :class:`EngineFunction` for each function it defines."""
+    module, path = compile_cell(source, timeout=timeout, flags=tuple(flags))
     return {n: EngineFunction(module, path, n, source) for n in function_names(source)}
 
 
@@ -311,9 +335,10 @@ def mpi_cython(line, cell):
     from IPython import get_ipython
 
     shell = get_ipython()
+    flags = cell_flags(line)
     for name in function_names(cell):  # an edit that does not compile leaves no old function
         shell.user_ns.pop(name, None)
-    made = functions(cell)
+    made = functions(cell, flags=flags)
     if not made:
         raise CythonCellError("the cell defines no function (def or cpdef at its top level)")
     shell.user_ns.update(made)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from hpclab import stats
+from hpclab import profiles, stats
 from hpclab.chapters.stencil import fd
 
 # the sweep (what every rank runs) is hpclab.chapters.stencil.sweep; its names are
@@ -35,12 +35,30 @@ from hpclab.chapters.stencil.sweep import (  # noqa: F401 (the sweep's, for page
     tasks,
     thick_enough,
 )
+from hpclab.chapters.stream.analysis import (  # noqa: F401 (the inputs of the roofline)
+    add_bandwidth as stream_bandwidth,
+    dgemm_peak,  # noqa: F401
+)
 
 # errors below this share of the exact value are round-off, not truncation: a fit of the
 # order leaves them out (the kernel's own check allows 64 machine epsilons per term)
 ROUND_OFF = 1e-11
 # the operator names of the records as fd's counting functions take them
 _FD_OPERATOR = {"d2x1": 1, "d2x2": 2, "d2x3": 3, "laplacian": "laplacian"}
+
+
+def lab_points(profile=None, ranks=1, order=8):
+    """Points per axis n of the cube a lab times on ``ranks`` ranks: the smallest n from 64
+    on, in steps of 8, whose two arrays per rank (u with its halo of order / 2 and the
+    result, 16 bytes a point) are beyond the cache by :func:`hpclab.machine.beyond_cache`,
+    so that the Laplacian streams from memory. The ``quick`` profile times its own small
+    cube (its timings mean nothing)."""
+    from hpclab import machine
+
+    if profiles.name(profile) == "quick":
+        return int(profiles.get(NAME, profile)["n"][0])
+    r = order // 2
+    return int(machine.beyond_cache(lambda n: 16 * (n + 2 * r) ** 3 / max(1, ranks), 64, 8))
 
 
 def convergence_orders(df):
@@ -208,14 +226,6 @@ def strong_scaling(df):
     return t
 
 
-def _cache(meta, level):
-    """Bytes of one cache of ``level`` of the run's machine (from its description), or
-    None."""
-    found = [c["size_bytes"] for c in (meta.get("machine") or {}).get("caches", [])
-             if c.get("level") == level and c.get("size_bytes") and c.get("type") != "Instruction"]
-    return max(found) if found else None
-
-
 def convergence_figure(df, ax=None):
     """The Laplacian's relative error against h per order (log-log), from the convergence
     runs."""
@@ -324,7 +334,7 @@ def numbers(measured, conv, stream=None):
     # blocking
     g = blocking_gains(df)
     counts = g["words"].value_counts() if not g.empty else {}
-    l2 = _cache(meta, 2)
+    l2 = machine.cache_bytes(2, meta.get("machine")) if meta.get("machine") else None
     planes = 9 * (n + 8) ** 2 * 8  # the 2r + 1 = 9 planes an order-8 axis-3 derivative reads
     inside = l2 is not None and planes <= l2
     out["blocking_words"] = (

@@ -184,26 +184,28 @@ def mirror(u, r):
 def standing_mode(n, order, mode=1, periods=1.0, dt_fraction=0.5, speed=1.0):
     """The acoustic wave equation u_tt = c² Δu on the unit cube, u = 0 on its faces, from the
     standing eigenmode sin(m pi x) sin(m pi y) sin(m pi z) cos(omega t), advanced with the
-    leapfrog scheme and this order's Laplacian on n points per axis (faces included) for
-    ``periods`` periods at ``dt_fraction`` of the stable step. Returns (the error: the
-    largest |u - exact| over every point and step, relative to the amplitude; the steps;
-    the points per wavelength 2 (n - 1) / m). The error is taken over every step because a
-    phase error is invisible whenever the mode is at its crest (at whole periods, say)."""
+    leapfrog scheme and this order's Laplacian on n interior points per axis (h = 1 / (n +
+    1), as the chapter's kernels count them) for ``periods`` periods at ``dt_fraction`` of
+    the stable step. Returns (the error: the largest |u - exact| over every point and step,
+    relative to the amplitude; the steps; the points per wavelength 2 (n + 1) / m). The error
+    is taken over every step because a phase error is invisible whenever the mode is at its
+    crest (at whole periods, say)."""
     order = check_order(order)
-    if n < 3 or mode < 1 or mode > n - 2:
-        raise ValueError(f"n = {n} points per axis cannot carry mode {mode}: need n >= 3 and "
-                         "1 <= mode <= n - 2")
+    if n < 1 or mode < 1 or mode > n:
+        raise ValueError(f"n = {n} interior points per axis cannot carry mode {mode}: need "
+                         "1 <= mode <= n")
     if not 0 < dt_fraction:
         raise ValueError(f"dt_fraction = {dt_fraction}: a positive share of the stable step")
     r = order // 2
-    h = 1.0 / (n - 1)
+    faces = n + 2  # the points per axis with the two faces, where u stays 0
+    h = 1.0 / (n + 1)
     omega = speed * mode * np.pi * np.sqrt(3.0)
     t_end = periods * 2 * np.pi / omega
     steps = max(1, int(np.ceil(t_end / (dt_fraction * stable_step(order, h, speed)))))
     dt = t_end / steps
-    s = np.sin(mode * np.pi * np.arange(-r, n + r) * h)
+    s = np.sin(mode * np.pi * np.arange(-r, faces + r) * h)
     phi = s[:, None, None] * s[None, :, None] * s[None, None, :]
-    inner = (slice(r, n + r),) * 3
+    inner = (slice(r, faces + r),) * 3
     prev, cur = phi * np.cos(-omega * dt), phi.copy()
     nxt = np.zeros_like(phi)
     k2 = (speed * dt) ** 2
@@ -213,4 +215,4 @@ def standing_mode(n, order, mode=1, periods=1.0, dt_fraction=0.5, speed=1.0):
         nxt[inner] = 2 * cur[inner] - prev[inner] + k2 * laplacian(cur, order, h)
         prev, cur, nxt = cur, nxt, prev
         err = max(err, np.abs(cur[inner] - phi[inner] * np.cos(omega * step * dt)).max())
-    return float(err / amplitude), steps, 2.0 * (n - 1) / mode
+    return float(err / amplitude), steps, 2.0 * (n + 1) / mode
