@@ -14,6 +14,7 @@ from hpclab.chapters.jacobi import simulation as jacobi_sim
 from hpclab.chapters.pingpong import simulation as pingpong_sim
 from hpclab.chapters.poisson import simulation as poisson_sim
 from hpclab.chapters.ring import simulation as ring_sim
+from hpclab.chapters.stencil import analysis as stencil_analysis, simulation as stencil_sim
 from hpclab.kernels import registry
 
 needs_smpi = pytest.mark.skipif(not simulate.available(), reason=simulate.INSTALL_HINT)
@@ -144,7 +145,7 @@ def test_default_ranks_cover_every_boundary():
     ranks = simulate.default_ranks(spec)
     assert {1, 2, 12, 13, 24, 25, 36, 37, 48} <= set(ranks) and max(ranks) == 48
     assert np.all(np.diff(ranks) > 0)
-    simulated = {"pingpong", "ring", "amdahl", "jacobi", "poisson"}
+    simulated = {"pingpong", "ring", "amdahl", "jacobi", "poisson", "stencil"}
     assert simulate.chapters() == [s for s in registry.chapter_order() if s in simulated]
 
 
@@ -176,6 +177,40 @@ def test_jacobi_weak_scaling_runs_and_checks_itself_on_a_simulated_cluster():
     # boundaries are checked deterministically by the ring and ping-pong simulations)
     assert (w.loc[[8, 25], "halo"] > 0).all() and (w["sweep"] >= w["halo"]).all()
     assert set(run.records["grid"]) == {"1x1x1", "2x2x2", "5x5x1"}
+
+
+@needs_smpi
+def test_stencil_strong_scaling_runs_on_a_simulated_shaheen_with_its_nodes_speed():
+    run = stencil_sim.on_platform("shaheen", ranks=[1, 2, 8], n=16, orders=(4, 8),
+                                  applications=1, repetitions=2)
+    d = run.records
+    assert set(d["kind"]) == {"simulated"} and set(d["order"]) == {4, 8}
+    assert set(d["nprocs"]) == {1, 2, 8} and set(d["grid"]) == {"1x1x1", "1x1x2", "2x2x2"}
+    # every repetition checked itself against the stencil's exact value on every rank, and
+    # the error against the derivative is the same however the grid is cut
+    err = d[d["metric"] == "error"].groupby("order")["value"]
+    assert (err.max() - err.min() <= 1e-12 * err.max()).all() and (err.max() < 1e-4).all()
+    k = run.meta["speedup"]
+    assert k > 0 and f"--cfg=smpi/host-speed:{1 / k:.6g}Gf" in run.meta["smpi_config"]
+    assert run.meta["node_points_per_s"] == 6.2e9  # report 003's order-8 propagator, a node
+    table = stencil_analysis.simulated_table(d, 16)
+    assert set(table["P"]) == {1, 2, 8} and (table.loc[table["P"] == 1, "efficiency"] == 1).all()
+    assert table.loc[table["P"] == 8, "report 003"].tolist() == [0.77, 0.64]
+
+
+def test_the_simulated_stencil_table_projects_compute_as_volume_and_halo_as_surface():
+    rows = []
+    for p, (apply, compute, halo) in {1: (8.0, 8.0, 0.0), 8: (2.0, 1.0, 1.0)}.items():
+        for metric, value in (("apply", apply), ("compute", compute), ("halo", halo)):
+            rows.append({"order": 8, "nprocs": p, "grid": "x", "metric": metric,
+                         "value": value, "rep": 0})
+    import pandas as pd
+
+    t = stencil_analysis.simulated_table(pd.DataFrame(rows), 100).set_index("P")
+    assert t.loc[8, "efficiency"] == pytest.approx(8 / (8 * 2))
+    # at 1000³ the compute grows 1000 times and the halo 100 times: 8000 / (8 (1000 + 100))
+    assert t.loc[8, "projected to 1000³"] == pytest.approx(8000 / (8 * 1100))
+    assert t.loc[8, "report 003"] == pytest.approx(0.64)
 
 
 @needs_smpi

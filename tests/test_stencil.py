@@ -87,3 +87,19 @@ def test_the_propagator_is_the_numpy_reference_and_its_errors_fall_with_order(cl
     # beyond the stable step the wave grows until it overflows: an infinite error, no failure
     assert np.isinf(stencil.propagate(SELF, order=8, n=23, mode=11, periods=400,
                                       dt_fraction=1.5)[3, 0])
+
+
+def test_an_efficiency_above_one_is_flagged_in_words():
+    import pandas as pd
+
+    from hpclab.chapters.stencil import analysis as sx
+
+    t = pd.DataFrame({"nprocs": [1, 2], "grid": ["1x1x1", "1x1x2"], "seconds": [1.0, 0.25]})
+    t["speedup"] = 1.0 / t["seconds"]
+    t["efficiency"] = t["speedup"] / t["nprocs"]
+    words = sx.strong_scaling_words(t)
+    assert "efficiency 2.00" in words and "above 1 (2.00 at P = 2) is outside" in words
+    t["seconds"] = [1.0, 0.6]
+    t["speedup"] = 1.0 / t["seconds"]
+    t["efficiency"] = t["speedup"] / t["nprocs"]
+    assert "outside" not in sx.strong_scaling_words(t)

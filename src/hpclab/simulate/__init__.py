@@ -52,6 +52,15 @@ CONFIG = [*NETWORK, "--cfg=smpi/simulate-computation:no"]
 # the platform's hosts as fast as the one it is timed on (1 Gflop/s both), takes as long on
 # the simulated clock. Ranks run one at a time, so each has a core and its memory to itself.
 COMPUTE_CONFIG = [*NETWORK, "--cfg=smpi/host-speed:1Gf"]
+
+
+def compute_config(speedup):
+    """The configuration of a simulation whose hosts compute ``speedup`` times as fast as this
+    machine: SMPI turns a measured CPU burst into work at smpi/host-speed and runs it on the
+    platform's 1 Gf hosts, so a host speed of 1 / speedup Gf divides every burst by it."""
+    if not speedup > 0:
+        raise SimulationError(f"a host's speed-up over this machine must be > 0, got {speedup}")
+    return [*NETWORK, f"--cfg=smpi/host-speed:{1.0 / speedup:.6g}Gf"]
 LINKS = ("intrasocket", "intersocket", "internode")
 INSTALL_HINT = ("SimGrid's SMPI (smpicc, smpirun) is not installed. On Debian or Ubuntu: "
                 "apt-get install libsimgrid-dev; elsewhere see SimGrid's installation guide.")
@@ -281,7 +290,9 @@ def meta(kernel, spec, profile, extra, config=CONFIG):
     return records.metadata(kernel, profiles.name(profile), {
         "launcher": "smpi", "platform": spec["name"], "platform_spec": public,
         "simgrid": simgrid_version(), "smpi_config": list(config), "simulated": True,
-        "computation": "timed on this machine" if config is COMPUTE_CONFIG else "not simulated",
+        "computation": ("timed on this machine" if config is COMPUTE_CONFIG else
+                        "not simulated" if config is CONFIG else
+                        "timed on this machine, scaled by the host speed of smpi_config"),
         **extra})
 
 
@@ -303,22 +314,27 @@ def choices(kernel, param):
     return get(kernel).param(param).choices
 
 
-def computed(kernel, spec, ranks, repetitions, case, profile, extra, timeout):
+def computed(kernel, spec, ranks, repetitions, case, profile, extra, timeout,
+             config=COMPUTE_CONFIG):
     """Run a computing kernel's driver at every P (``case(p)`` gives its arguments and its
-    record parameters) with the arithmetic timed here; the records.Run."""
+    record parameters) with the arithmetic timed here (scaled as ``config`` says: see
+    :func:`compute_config`); the records.Run. ``ranks`` may hold (P, case key) pairs: then
+    ``case`` gets both."""
     from hpclab import records
 
     rows = []
-    for p in ranks:
-        args, params = case(p)
-        results = run_driver(kernel, spec, p, args, timeout=timeout, config=COMPUTE_CONFIG)
+    for item in ranks:
+        p, args_params = (item[0], case(*item)) if isinstance(item, tuple) else (item, case(item))
+        args, params = args_params
+        results = run_driver(kernel, spec, p, args, timeout=timeout, config=config)
         if len(results) != 1:
             raise SimulationError(f"the simulated {kernel} on {p} ranks returned no result")
         times = np.asarray(results[0]["times"], float).reshape(-1, repetitions)
         rows += records.timings(kernel, "c", p, 1,
                                 {"kind": "simulated", **params, "oversubscribed": False}, times)
+    p_all = sorted({item[0] if isinstance(item, tuple) else item for item in ranks})
     return records.Run(records.frame(rows), meta(kernel, spec, profile, {
-        "ranks": list(ranks), **extra, "implementations": ["c"]}, config=COMPUTE_CONFIG))
+        "ranks": p_all, **extra, "implementations": ["c"]}, config=config))
 
 
 def chapters():

@@ -54,6 +54,7 @@ KERNEL = Kernel(
         # derivative: every operator at these orders on cubes of n points (global), baseline
         # and blocked by each (block3, block2); convergence: the Laplacian on these small
         # cubes for the error's fall; check_upto: correctness
+        # simulated: the Laplacian on n³ points on 1 .. 8 simulated Shaheen II nodes
         # propagator: the wave propagator of orders 4, 8, 12 on cubes of n interior points,
         # standing mode m (m / 2 wavelengths across the box) for some periods, at these
         # shares of the stable time step; standard's four wavelengths for four periods are
@@ -62,20 +63,27 @@ KERNEL = Kernel(
                   "convergence_n": [10, 14, 20], "applications": 2, "repetitions": 2,
                   "propagator": {"orders": [4, 8, 12], "n": [13], "mode": 4, "periods": 1,
                                  "dt_fractions": [0.5, 0.1, 0.02]},
+                  "simulated": {"n": 24, "ranks": [1, 2, 4, 8], "orders": [4, 8, 12],
+                                "applications": 2, "repetitions": 2},
                   "check_upto": 4, "timeout": 120},
         "standard": {"orders": [2, 4, 8, 12, 16], "n": [128], "blocks": [[16, 4], [8, 8]],
                      "convergence_n": [16, 32, 64], "applications": 5, "repetitions": 3,
                      "propagator": {"orders": [4, 8, 12], "n": [23, 31, 39, 47],
                                     "mode": 8, "periods": 4,
                                     "dt_fractions": [1.0, 0.5, 0.2, 0.1]},
+                     "simulated": {"n": 128, "ranks": [1, 2, 4, 8], "orders": [4, 8, 12],
+                                   "applications": 3, "repetitions": 3},
                      "check_upto": 4, "timeout": 900},
         "full": {"orders": [2, 4, 8, 12, 16], "n": [128, 256], "blocks": [[16, 4], [8, 8]],
                  "convergence_n": [16, 32, 64, 128], "applications": 10, "repetitions": 5,
                  "propagator": {"orders": [4, 8, 12], "n": [23, 31, 39, 47, 63],
                                 "mode": 8, "periods": 4,
                                 "dt_fractions": [1.0, 0.5, 0.2, 0.1]},
+                 "simulated": {"n": 192, "ranks": [1, 2, 4, 8], "orders": [4, 8, 12],
+                               "applications": 3, "repetitions": 5},
                  "check_upto": 8, "timeout": 3600},
     },
     inputs={"stream": "add bandwidth per thread count, best trial, close binding"},
-    lab_needs="1 .. cores for timings, OpenMP threads inside a rank",
+    lab_needs=("1 .. cores for timings, 4 engines for its checks; SimGrid's SMPI for its "
+               "simulated cluster"),
 )

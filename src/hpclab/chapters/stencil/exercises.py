@@ -142,8 +142,8 @@ def laplacian_check(engines, kernel, nprocs, order, shape=(17, 11, 13), seed=0, 
         raise ValueError(f"nprocs must be between 1 and the {engines.n} engines, got {nprocs}")
     fd.check_order(order)
     out = {"ok": False, "timeout": False, "crashed": False, "wrong": 0, "nan": 0,
-           "first_wrong": None, "at_block_edge": False, "changed": [], "words": "",
-           "dims": None}
+           "first_wrong": None, "at_block_edge": False, "deep_wrong": False, "changed": [],
+           "words": "", "dims": None}
     from hpclab.engines import EngineCrash
 
     try:
@@ -173,24 +173,34 @@ def laplacian_check(engines, kernel, nprocs, order, shape=(17, 11, 13), seed=0, 
         out["first_wrong"] = first
         from hpclab.kernels.topology import block_range
 
-        edges = []
-        for n, p, i in zip(shape, root["dims"], first):
-            starts = [block_range(n, p, k) for k in range(p)]
-            edges.append(any(i - o < r or o + c - 1 - i < r for o, c in starts if o <= i < o + c))
-        out["at_block_edge"] = any(edges)
+        # how far each point lies from the nearest face of its block, per axis
+        near = []
+        for n, p in zip(shape, root["dims"]):
+            d = np.empty(n, int)
+            for k in range(p):
+                o, c = block_range(n, p, k)
+                i = np.arange(c)
+                d[o:o + c] = np.minimum(i, c - 1 - i)
+            near.append(d)
+        depth = np.minimum(np.minimum(near[0][:, None, None], near[1][None, :, None]),
+                           near[2][None, None, :])
+        out["at_block_edge"] = bool(depth[first] < r)
+        out["deep_wrong"] = bool((bad & (depth >= r)).any())
         if not np.isnan(got).any():
             out["words"] = _diagnosis(got, g, order, h, inv_h2)
     return out
 
 
 def laplacian_problem(engines, kernel, name, orders=(2, 4, 8), deep=16, blocks=None,
-                      timeout=60):
+                      timeout=60, shape=(17, 11, 13), seed=0, inv_h2=4.0, ranks=None):
     """What is wrong with ``kernel`` on 1 to all the engines at ``orders`` (and ``deep`` on up
     to 2 ranks, where the check's grid is thick enough for its halo), in words for the
-    student, or None when it is right everywhere (see :func:`laplacian_check`)."""
-    for p in range(1, engines.n + 1):
+    student, or None when it is right everywhere (see :func:`laplacian_check`; ``ranks``: the
+    rank counts to check, all from 1 by default)."""
+    for p in ranks or range(1, engines.n + 1):
         for order in tuple(orders) + ((deep,) if p <= 2 and deep else ()):
-            res = laplacian_check(engines, kernel, p, order, timeout=timeout, blocks=blocks)
+            res = laplacian_check(engines, kernel, p, order, shape=shape, seed=seed,
+                                  inv_h2=inv_h2, timeout=timeout, blocks=blocks)
             grid = "x".join(map(str, res["dims"] or ()))
             at = f"order {order} on {p} rank(s)" + (f" (process grid {grid})" if grid else "")
             if res["timeout"]:
@@ -209,16 +219,47 @@ def laplacian_problem(engines, kernel, name, orders=(2, 4, 8), deep=16, blocks=N
                 return (f"at {at} {res['nan']} point(s) of the result of {name} are NaN: a "
                         "Laplacian reads only along the three axes through its point, so it "
                         "read an edge or a corner of the halo (they hold NaN here), or left "
-                        "points of out unwritten")
+                        "points of out unwritten (out holds NaN when your kernel gets it: "
+                        "set each point before you add to it)")
             if res["words"]:
                 return f"at {at}: {res['words']}"
             if not res["ok"]:
                 return (f"at {at} {res['wrong']} point(s) of the result of {name} differ from "
                         f"the Laplacian, the first at {res['first_wrong']} (i3, i2, i1 of the "
                         "whole grid)"
-                        + (", within r points of a block's face: is out[i3, i2, i1] the point "
-                           "u[i3 + r, i2 + r, i1 + r], and are the neighbours ± k along each "
-                           "axis?" if res["at_block_edge"] else ""))
+                        + (". Points far from every block's face are wrong too, so the sum "
+                           "itself is off, not the halo: are all k = 1 .. r there, each with "
+                           "w[k] and its six neighbours?" if res["deep_wrong"] else
+                           ", and only points within r of a block's face are: those read the "
+                           "halo, so is out[i3, i2, i1] the point u[i3 + r, i2 + r, i1 + r], "
+                           "with the neighbours ± k along each axis?"
+                           if res["at_block_edge"] else ""))
+    return None
+
+
+def blocks_problem(kernel):
+    """Words when a blocked kernel's code never uses its block sizes (a kernel that ignores
+    them is the baseline again, and right), else None. Read from the cell's source, without
+    its comments and strings."""
+    import re
+
+    from hpclab import mpicython
+
+    source = mpicython.source_of(kernel)
+    if source is None:
+        return None
+    lines = mpicython.without_strings(source).splitlines()
+    name = getattr(kernel, "__name__", "")
+    first, end = mpicython.body_span(lines, name)
+    if end == 0:
+        return None
+    text = "\n".join(line.split("#", 1)[0] for line in lines[first:end])
+    body = text.split("):", 1)[-1]  # after the signature
+    unused = [b for b in ("block3", "block2") if not re.search(rf"\b{b}\b", body)]
+    if unused:
+        return (f"{name} never uses {' and '.join(unused)}: visit the rows (i3, i2) block by "
+                "block, blocks of block3 x block2 (a kernel that ignores them is the baseline "
+                "again, and the gain you measure compares it with itself)")
     return None
 
 
