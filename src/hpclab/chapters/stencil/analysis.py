@@ -264,6 +264,32 @@ def convergence_figure(df, ax=None):
     return ax
 
 
+def rates_figure(df, bound=None, ax=None):
+    """MLUP/s of the Laplacian against its order, one line per implementation and blocking
+    (the derivative runs), with the memory roofline ``bound`` (MLUP/s, or None) as a
+    horizontal line."""
+    from hpclab import plots
+
+    r = rates(df)
+    r = r[r["operator"] == "laplacian"]
+    if ax is None:
+        _, (ax,) = plots.new()
+    for i, ((impl, blocked, b3, b2), g) in enumerate(
+            r.groupby(["impl", "blocked", "block3", "block2"])):
+        label = f"{impl}, " + (f"blocked {int(b3)}x{int(b2)}" if blocked else "baseline")
+        label, color, marker, dash = plots.style(label, i)
+        g = g.sort_values("order")
+        ax.plot(g["order"], g["mlups"], color=color, marker=marker, ls=dash, label=label)
+    if bound is not None:
+        ax.axhline(bound, color="0.4", ls=":", lw=1.2, label="memory roofline (STREAM add)")
+    ax.set_xlabel("order of accuracy")
+    ax.set_ylabel("MLUP/s")
+    ax.set_xticks(sorted(r["order"].unique()))
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize="small")
+    return ax
+
+
 def rates_display(df):
     """The rates table of the page: the C and Cython Laplacian per order, baseline and each
     blocking, rounded."""
@@ -316,6 +342,7 @@ def numbers(measured, conv, stream=None):
     gbs, source = stream
     threads = max(t for t in gbs if t <= ranks) if any(t <= ranks for t in gbs) else min(gbs)
     bound = roofline_mlups({threads: gbs[threads]})[threads]
+    out["roof_bound"] = bound
     r = rates(df)
     one = r[(r["impl"] == "c") & (r["operator"] == "laplacian") & (r["order"] == 8)
             & (~r["blocked"].astype(bool))]
