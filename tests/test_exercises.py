@@ -131,3 +131,27 @@ def test_a_students_timings_are_saved_for_the_instructor_and_never_taken_as_inpu
     assert exercises.save_yours("stream", "triad", [float("nan")], "s") is None
     assert exercises.save_yours("stream", "triad", ["not a number"], "s") is None
     assert inputs.resolve("pingpong", out_dir=tmp_path).run is None
+
+
+def test_names_used_reads_a_proxy_as_its_compiled_code_would():
+    """The grader's proxy of a notebook function carries its source only: what it reads from
+    it matches the compiled code's names, so a local variable that shares a library function's
+    name is not taken for a call of it."""
+    from hpclab import exercises
+
+    source = ("def solve_it(order, k=2):\n"
+              "    weights = helper(order)\n"
+              "    total = 0\n"
+              "    for w in weights:\n"
+              "        total += w * k\n"
+              "    return fd.second_derivative(total)\n")
+    namespace = {}
+    exec(source, namespace)
+
+    class Proxy:
+        __name__ = "solve_it"
+
+    proxy = Proxy()
+    proxy.source = source
+    compiled = exercises.names_used(namespace["solve_it"])
+    assert exercises.names_used(proxy) == compiled == {"helper", "fd", "second_derivative"}

@@ -63,6 +63,19 @@ def test_a_magic_line_asks_for_an_optimisation_level_and_nothing_else():
         mpicython.cell_flags("-O2 -O3")
 
 
+def test_native_code_follows_hpclab_march_as_the_kernels_do(monkeypatch):
+    monkeypatch.delenv("HPCLAB_MARCH", raising=False)
+    assert mpicython._for_this_cpu(["-O3", "-march=native"]) == ["-O3", "-march=native"]
+    monkeypatch.setenv("HPCLAB_MARCH", "x86-64-v3")
+    assert mpicython._for_this_cpu(["-O3", "-march=native"]) == ["-O3", "-march=x86-64-v3"]
+    assert mpicython._for_this_cpu(["-O0"]) == ["-O0"]
+    monkeypatch.setenv("HPCLAB_MARCH", "none")
+    assert mpicython._for_this_cpu(["-O3", "-march=native"]) == ["-O3"]
+    monkeypatch.setenv("HPCLAB_MARCH", "x86; rm")
+    with pytest.raises(mpicython.CythonCellError, match="not a CPU target"):
+        mpicython._for_this_cpu(["-march=native"])
+
+
 def test_a_cell_compiles_once_and_its_functions_run_on_every_engine(compiled):
     from hpclab import launch
 

@@ -98,8 +98,8 @@ def test_an_efficiency_above_one_is_flagged_in_words():
     t["speedup"] = 1.0 / t["seconds"]
     t["efficiency"] = t["speedup"] / t["nprocs"]
     words = sx.strong_scaling_words(t)
-    assert "efficiency 2.00" in words and "above 1 (2.00 at P = 2) is outside" in words
+    assert "efficiency 2.00" in words and "above 1 (2.00 at P = 2) is superlinear" in words
     t["seconds"] = [1.0, 0.6]
     t["speedup"] = 1.0 / t["seconds"]
     t["efficiency"] = t["speedup"] / t["nprocs"]
-    assert "outside" not in sx.strong_scaling_words(t)
+    assert "superlinear" not in sx.strong_scaling_words(t)

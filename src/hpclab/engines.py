@@ -587,8 +587,9 @@ class Engines:
                 raise EngineCrash(
                     f"{what}: an MPI engine died while running it (a crash of the process, "
                     "most often compiled code that read or wrote outside an array: with "
-                    "boundscheck=False nothing stops an index past the end). The engines were "
-                    "stopped, and fresh ones start with the next run") from None
+                    "boundscheck=False nothing stops an index past the end; or code built for "
+                    "another CPU). The engines were stopped, and fresh ones start with the next "
+                    "run") from None
             raise _remote_exception(exc, what, ranks=self._ranks) from None
         order = sorted(range(len(results)),
                        key=lambda i: self._ranks.get(ar.engine_id[i], ar.engine_id[i]))

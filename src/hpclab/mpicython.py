@@ -242,6 +242,19 @@ def cell_flags(line):
     return [*(levels or ["-O0"]), *(["-march=native"] if "-march=native" in words else [])]
 
 
+def _for_this_cpu(flags):
+    """``flags`` with -march=native replaced as the library's own kernels are built:
+    $HPCLAB_MARCH names another target (the oldest node of a cluster), "none" drops it."""
+    chosen = os.environ.get("HPCLAB_MARCH", "").strip()
+    if "-march=native" not in flags or not chosen:
+        return list(flags)
+    if not re.fullmatch(r"[\w.+-]+", chosen):
+        raise CythonCellError(f"HPCLAB_MARCH={chosen!r} is not a CPU target the compiler takes "
+                              "(x86-64-v3, say, or none)")
+    return [f for f in flags if f != "-march=native"] + (
+        [] if chosen.lower() == "none" else [f"-march={chosen}"])
+
+
 def compile_cell(source, timeout=COMPILE_TIMEOUT, flags=("-O0",)):
     """Compile ``source`` (a cell's Cython, without its magic line) into a module in
     :func:`build_dir`; return the module's name and the path of its shared library. The
@@ -254,13 +267,19 @@ def compile_cell(source, timeout=COMPILE_TIMEOUT, flags=("-O0",)):
 
     if any(f not in FLAGS for f in flags):
         raise CythonCellError(f"C compiler flags {list(flags)}: allowed are {', '.join(FLAGS)}")
+    flags = _for_this_cpu(flags)
     record = _build_record()
     mpicc = _mpicc(record)
     cython_cmd = [sys.executable, "-m", "cython", "-3", "-I", mpi4py.get_include()]
     cc_cmd = [*shlex.split(mpicc), "-shared", "-fPIC", *flags, "-I",
               sysconfig.get_paths()["include"], "-I", numpy.get_include(), "-I",
               mpi4py.get_include()]
-    key = hashlib.sha256("\0".join([source, record, os.environ.get("MPICC", ""),
+    from hpclab import machine
+
+    # -march=native code runs on the CPU that built it only: a folder of modules shared by a
+    # cluster's nodes keeps one per CPU model
+    cpu = (machine.cpu_model() or "") if "-march=native" in flags else ""
+    key = hashlib.sha256("\0".join([source, record, cpu, os.environ.get("MPICC", ""),
                                      Cython.__version__, mpi4py.__version__, sys.version,
                                      *cython_cmd[1:], *cc_cmd]).encode()).hexdigest()[:16]
     name = PREFIX + key

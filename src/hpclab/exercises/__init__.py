@@ -90,8 +90,15 @@ def names_used(func):
         tree = ast.parse(textwrap.dedent(text))
         node = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)
                      and n.name == getattr(func, "__name__", None)), tree)
+        # as the compiled code's co_names: attributes and the names read that are not the
+        # function's own (its parameters and the names it assigns are locals)
+        local = {a.arg for f in ast.walk(node) if isinstance(f, ast.FunctionDef)
+                 for a in f.args.args + f.args.kwonlyargs + f.args.posonlyargs}
+        local |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+                  and isinstance(n.ctx, (ast.Store, ast.Del))}
         return {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)} | \
-            {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+             and isinstance(n.ctx, ast.Load) and n.id not in local}
     names, todo = set(), [code]
     while todo:
         code = todo.pop()

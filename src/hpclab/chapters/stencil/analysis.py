@@ -236,11 +236,9 @@ def strong_scaling_words(t):
     if not above.empty:
         r = above.iloc[0]
         words += (f" An efficiency above 1 ({r['efficiency']:.2f} at P = {int(r['nprocs'])}) is "
-                  "outside what an efficiency can be: the ranks did not work more than all of "
-                  "them together can. The single rank's time is what it is measured against: "
-                  "its arrays were larger than each of the P ranks' blocks, which fit a cache "
-                  "the one rank's did not, or the one-rank run was slowed by other work. Read "
-                  "it as the cache's (or the machine's) effect, not the ranks'.")
+                  "superlinear: the P ranks' blocks are smaller than the one rank's grid and "
+                  "may fit a cache it did not, or the one-rank run was slowed by other work. "
+                  "Read it as the cache's (or the machine's) effect, not the ranks' work.")
     return words
 
 
@@ -463,10 +461,11 @@ def simulated_table(df, n, scaling=None):
 
 def simulated_words(table, n, meta):
     """What the simulated scaling shows, computed from its table: the efficiency at the most
-    ranks per order beside the projection and the report's, and how the halo's share changes
-    with the order (its cause read from the breakdown)."""
+    ranks per order beside the projection and the report's, what the latency is of a face's
+    time on the platform, and how the halo's share changes with the order."""
     top = table[table["P"] == table["P"].max()].set_index("order")
     p = int(table["P"].max())
+    proj_col = f"projected to {REPORT_N}³"
     lines = [f"Simulated on {n}³ points, hosts {meta['speedup']:.0f} times as fast as one core "
              f"here ({meta['core_points_per_s'] / 1e6:,.0f} MPoint/s at order 8, against "
              f"{meta['node_rate_source']}): at P = {p} the efficiency is "
@@ -474,28 +473,44 @@ def simulated_words(table, n, meta):
              + f". Projected to {REPORT_N}³ points, where a rank's work is "
              f"{(REPORT_N / n) ** 3:,.0f} times larger and its halo "
              f"{(REPORT_N / n) ** 2:,.0f} times: "
-             + ", ".join(f"{top.loc[o, f'projected to {REPORT_N}³']:.0%}" for o in top.index)
+             + ", ".join(f"{top.loc[o, proj_col]:.0%}" for o in top.index)
              + "; report 003 measured "
              + ", ".join(f"{top.loc[o, 'report 003']:.0%}" for o in top.index
                          if np.isfinite(top.loc[o, "report 003"]))
              + " (orders " + ", ".join(str(o) for o in top.index) + ")."]
-    proj = table[f"projected to {REPORT_N}³"]
-    above = table[proj > 1]
+    link = (meta.get("platform_spec") or {}).get("internode")
+    grid = str(table.loc[table["P"] == p, "grid"].iloc[0])
+    dims = [int(q) for q in grid.split("x")]
+    if link and 8 in top.index and max(dims) > 1:
+        face = 8 * 4 * np.prod([n // q for q in dims]) / (n // max(dims))  # order 8: r = 4
+        lat = link["latency_us"] * 1e-6
+        share = lat / (lat + face / (link["bandwidth_MBps"] * 1e6))
+        lines.append(f"A face of the {grid} grid carries {face / 1e3:,.0f} kB at order 8, of "
+                     f"which the platform's latency is {share:.0%} of the time: the projection "
+                     "scales the latency with the face, which overstates the halo"
+                     + (" a little." if share < 0.2 else ", and much here."))
+    above = table[(table[proj_col] > 1) & (table["P"] > 1)]
     if not above.empty:
         r = above.iloc[0]
         lines.append(f"A projected efficiency above 1 (order {int(r['order'])}, P = "
-                     f"{int(r['P'])}: {r[f'projected to {REPORT_N}³']:.2f}) is outside what an "
-                     "efficiency can be: the small blocks of the simulated grid fit this core's "
-                     "cache, so the compute per rank fell faster than 1 / P, and the "
-                     "projection carries that along; read it as about 1.")
-    share = top["halo [ms]"] / (top["halo [ms]"] + top["compute [ms]"])
-    lo, hi = share.idxmin(), share.idxmax()
-    if lo != hi:
+                     f"{int(r['P'])}: {r[proj_col]:.2f}) is superlinear: the compute per rank "
+                     "fell faster than 1 / P, most likely because the blocks of P ranks fit "
+                     "this core's cache where the one rank's grid did not, and the projection "
+                     "carries that along to a grid whose blocks would not fit.")
+    share = (top["halo [ms]"] / (top["halo [ms]"] + top["compute [ms]"])).sort_index()
+    if len(share) > 1:
+        change = share.iloc[-1] - share.iloc[0]
         lines.append(
-            f"The halo is {share[lo]:.0%} of a rank's time at order {lo} and {share[hi]:.0%} "
-            f"at order {hi} here. One speed-up, taken at order 8, serves every order: the "
-            "simulated hosts keep this core's growth of the cost per point with the order, and "
-            "a node whose cost per point grows less (a memory-bound kernel spends about the "
-            "same on every order) would give the halo a larger share at high orders, as the "
-            "report's falling efficiencies suggest.")
+            f"The halo is {share.iloc[0]:.0%} of a rank's time at order {share.index[0]} and "
+            f"{share.iloc[-1]:.0%} at order {share.index[-1]}: its share "
+            + ("is about the same at every order here (one run: a few points are within its "
+               "scatter), while the report's efficiencies fall with the order."
+               if abs(change) < 0.05 else
+               "grows with the order here, as the report's falling efficiencies suggest."
+               if change > 0 else
+               "falls with the order here, while the report's efficiencies fall with it. One "
+               "speed-up, taken at order 8, serves every order, so the simulated hosts keep "
+               "this core's growth of the cost per point with the order; a node whose cost "
+               "per point grows less (a memory-bound kernel moves about the same bytes at "
+               "every order) gives the wider halos of high orders a larger share."))
     return " ".join(lines)

@@ -75,7 +75,18 @@ def _laplacian_on_rank(kernel, nprocs, shape, order, seed, inv_h2, blocks=None):
             _poison_edges(u, r)
             before = u.copy()
             out = np.full(tuple(topo.local), np.nan)
-            _call(kernel, u, out, _weights(order), float(inv_h2), blocks)
+            raised = None
+            try:
+                _call(kernel, u, out, _weights(order), float(inv_h2), blocks)
+            except Exception as exc:  # noqa: BLE001 (raised on every rank below)
+                raised = exc
+            # a kernel that raised on some ranks only would leave the others waiting in the
+            # gather below: every rank learns of it and raises
+            failed = sub.allgather(raised is not None)
+            if raised is not None:
+                raise raised
+            if any(failed):
+                raise RuntimeError(f"the kernel raised on rank {failed.index(True)}, not here")
             changed = not np.array_equal(u, before, equal_nan=True)
             gathered = topo.collect(out, root=0)
             changed = sub.gather(changed, root=0)
@@ -304,7 +315,7 @@ def laplacian_errors(engines, kernel, order, sizes, timeout=120):
     return next(r for r in per_rank if r is not None)
 
 
-def _timing_on_rank(kernel, nprocs, n, order, blocks, repetitions, kernel_blocks):
+def _timing_on_rank(kernel, nprocs, n, order, blocks, repetitions, blocked_kernel):
     from mpi4py import MPI
 
     from hpclab import exercises
@@ -326,12 +337,16 @@ def _timing_on_rank(kernel, nprocs, n, order, blocks, repetitions, kernel_blocks
             common = {"operator": "laplacian", "order": order, "n1": n, "n2": n, "n3": n,
                       "p1": grid[0], "p2": grid[1], "p3": grid[2], "threads": 1,
                       "applications": 2, "repetitions": 1}
-            times = {"yours": [], "c": [], "c blocked": [], "cython": []}
-            _call(kernel, u, out, w, inv_h2, kernel_blocks)  # touches out's pages first
+            mine = {"yours": lambda: _call(kernel, u, out, w, inv_h2, None)}
+            if blocked_kernel is not None:
+                mine["yours blocked"] = lambda: _call(blocked_kernel, u, out, w, inv_h2,
+                                                      blocks)
+            times = {**{name: [] for name in mine}, "c": [], "c blocked": [], "cython": []}
+            for call in mine.values():
+                call()  # the first call touches out's pages
             for _ in range(repetitions):
-                times["yours"] += exercises.take_turns(
-                    sub, {"yours": lambda: _call(kernel, u, out, w, inv_h2, kernel_blocks)}, 1,
-                    warmup=0)["yours"]
+                for name, t in exercises.take_turns(sub, mine, 1, warmup=0).items():
+                    times[name] += t
                 for name, run, b in (("c", stencil.run_c, (0, 0)),
                                      ("c blocked", stencil.run_c, blocks),
                                      ("cython", stencil.run_cython, (0, 0))):
@@ -343,13 +358,13 @@ def _timing_on_rank(kernel, nprocs, n, order, blocks, repetitions, kernel_blocks
 
 
 def laplacian_timing(engines, kernel, nprocs, n, order, blocks, repetitions=5, timeout=300,
-                     kernel_blocks=None):
+                     blocked_kernel=None):
     """Seconds per application of the Laplacian of ``order`` on an n³ grid over ``nprocs``
     ranks, computing only (the slowest rank's; no halo exchange), taking turns in every
-    repetition: ``yours`` (``kernel`` on this rank's block; given ``kernel_blocks`` =
-    (block3, block2), called with them after its four arguments), the chapter's ``c``, ``c
-    blocked`` (blocks of ``blocks`` = (block3, block2) points) and ``cython``. {name: [seconds
-    per repetition]}. At most one rank per core."""
+    repetition: ``yours`` (``kernel`` on this rank's block), ``yours blocked`` (given
+    ``blocked_kernel``, called with the block sizes after its four arguments), the chapter's
+    ``c``, ``c blocked`` (blocks of ``blocks`` = (block3, block2) points) and ``cython``.
+    {name: [seconds per repetition]}. At most one rank per core."""
     from hpclab import exercises
     from hpclab.chapters.stencil import fd
 
@@ -357,8 +372,7 @@ def laplacian_timing(engines, kernel, nprocs, n, order, blocks, repetitions=5, t
     nprocs = exercises.timed_ranks(engines, nprocs)
     per_rank = engines.run(_timing_on_rank, kernel, nprocs, int(n), int(order),
                            tuple(int(b) for b in blocks), int(repetitions),
-                           None if kernel_blocks is None else tuple(int(b) for b in kernel_blocks),
-                           timeout=timeout,
+                           blocked_kernel, timeout=timeout,
                            what=f"the Laplacians timed on {nprocs} ranks")
     return next(r for r in per_rank if r is not None)
 

@@ -2,15 +2,19 @@
 its halo exchange, r layers wide) under SimGrid's SMPI, through the driver beside this file
 (``smpi_driver.c``) and :mod:`hpclab.simulate`.
 
-Report 003 ran one rank of 32 threads on each Shaheen II node. A simulated rank is one thread
-here, timed on this machine, so the simulated hosts are made as fast as a Shaheen II node by
-one number: the node's rate for report 003's order-8 propagator (6.2 GPoint/s, from the
-reference data) over this core's rate for the order-8 Laplacian on the simulated grid, timed
-under SMPI on one rank first. Every order uses that one speed-up (the report gives the node's
-rate at order 8 only), and the halo's packing is sped up with it. The grid is far smaller
-than the report's 1000³ (SMPI runs every rank in one process here): its halo is a larger part
-of a rank's work, by 1000 / n, and :func:`hpclab.chapters.stencil.analysis.simulated_table`
-also projects the simulated times to the report's grid.
+Report 003 ran one rank of 32 threads on each Shaheen II node, in single precision. A
+simulated rank is one thread here, in double precision, timed on this machine, so the
+simulated hosts are made as fast as a Shaheen II node by one number: the node's rate for the
+report's order-8 propagator (6.2 GPoint/s, from the reference data), halved for doubles (a
+memory-bound kernel moves twice the bytes a point; an assumption), over this core's rate for
+the order-8 Laplacian on the simulated grid, timed under SMPI on one rank first. Every order
+uses that one speed-up (the report gives the node's rate at order 8 only). The halo's packing
+happens inside SMPI's MPI calls, which are not timed: a simulated halo is the network's time
+alone. The process grid is MPI_Dims_create's (2 x 2 x 2 on eight ranks); the report does not
+name the one its scaling used. The grid is far smaller than the report's 1000³ (SMPI runs
+every rank in one process here): its halo is a larger part of a rank's work, by 1000 / n, and
+:func:`hpclab.chapters.stencil.analysis.simulated_table` also projects the simulated times to
+the report's grid.
 """
 from __future__ import annotations
 
@@ -18,20 +22,25 @@ import numpy as np
 
 from hpclab import simulate
 
-# report 003's rate of a Shaheen II node for its order-8 propagator (reference data)
+# report 003's rate of a Shaheen II node for its order-8 propagator (reference data), in
+# single precision; a double moves twice the bytes
 NODE_RATE_ORDER = 8
+PRECISION_FACTOR = 4 / 8
 
 
 def node_rate():
-    """A Shaheen II node's rate for the order-8 propagator in points per second, and the words
-    of its source (report 003, Propa)."""
+    """A Shaheen II node's rate for the order-8 propagator in double precision, points per
+    second (the published single-precision rate halved: an assumption), and the words of its
+    source (report 003, Propa)."""
     from hpclab import reference
 
     t = reference.load("shaheen_hpcscan_propa")
     row = t[(t["quantity"] == "gpoints_per_s") & (t["fd_order"] == NODE_RATE_ORDER)].iloc[0]
-    return float(row["value"]) * 1e9, (
-        f"report 003's order-{NODE_RATE_ORDER} propagator on one Shaheen II node "
-        f"({row['value']:g} GPoint/s, {int(row['N'])}³ points, {row['mode']})")
+    rate = float(row["value"]) * 1e9 * PRECISION_FACTOR
+    return rate, (
+        f"report 003's order-{NODE_RATE_ORDER} propagator on one Shaheen II node, "
+        f"{row['value']:g} GPoint/s in single precision ({int(row['N'])}³ points, "
+        f"{row['mode']}), taken as {rate / 1e9:g} GPoint/s in double")
 
 
 def _args(order, n, dims, applications, repetitions):
