@@ -98,22 +98,24 @@ def caches():
     return out
 
 
+def _data_caches(described=None):
+    """The data (or unified) caches of known size: of this machine, or of a machine
+    description (:func:`describe`)."""
+    found = (described.get("caches") or []) if described else caches()
+    return [c for c in found if c["size_bytes"] and c["type"] != "Instruction"]
+
+
 def total_cache_bytes():
     """Sum of all distinct cache instances on the machine (for STREAM's array rule)."""
-    total = 0
     ncpus = topology()["logical_cpus"] or 1
-    for cache in caches():
-        if cache["size_bytes"] and cache["type"] != "Instruction":
-            instances = max(1, ncpus // (cache["shared_by_cpus"] or 1))
-            total += cache["size_bytes"] * instances
-    return total
+    return sum(c["size_bytes"] * max(1, ncpus // (c["shared_by_cpus"] or 1))
+               for c in _data_caches())
 
 
 def last_level_cache_bytes():
     """Size of one instance of the last-level data (or unified) cache, in bytes; None when
     the machine does not say."""
-    sizes = [c["size_bytes"] for c in caches()
-             if c["size_bytes"] and c["type"] != "Instruction"]
+    sizes = [c["size_bytes"] for c in _data_caches()]
     return max(sizes) if sizes else None
 
 
@@ -121,8 +123,7 @@ def cache_bytes(level, described=None):
     """Size of one instance of the data (or unified) cache of ``level`` (1, 2, 3), in bytes;
     None when the machine does not say. ``described``: a machine description
     (:func:`describe`) instead of this one."""
-    found = [c["size_bytes"] for c in ((described.get("caches") or []) if described else caches())
-             if c.get("level") == level and c["size_bytes"] and c["type"] != "Instruction"]
+    found = [c["size_bytes"] for c in _data_caches(described) if c.get("level") == level]
     return max(found) if found else None
 
 
@@ -132,8 +133,7 @@ def last_level_share_bytes(described=None):
     say. ``described``: a machine description (:func:`describe`) instead of this one."""
     topo = described if described else topology()
     per_core = max(1, (topo["logical_cpus"] or 1) // (topo["physical_cores"] or 1))
-    found = [c for c in (described["caches"] if described else caches())
-             if c["size_bytes"] and c["type"] != "Instruction"]
+    found = _data_caches(described)
     if not found:
         return None
     last = max(found, key=lambda c: (c["level"], c["size_bytes"]))
