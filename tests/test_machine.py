@@ -46,6 +46,7 @@ def test_the_labs_timed_sizes_are_twice_the_cache_per_rank(monkeypatch):
     from hpclab.chapters.amdahl import sweep as amdahl
     from hpclab.chapters.jacobi import sweep as jacobi
     from hpclab.chapters.poisson import sweep as poisson
+    from hpclab.chapters.stencil import sweep as stencil
 
     llc = machine.last_level_cache_bytes() or machine.UNKNOWN_CACHE_BYTES
     assert machine.beyond_cache(lambda n: n, 0, 10, factor=1) >= llc
@@ -66,6 +67,10 @@ def test_the_labs_timed_sizes_are_twice_the_cache_per_rank(monkeypatch):
             n = poisson.lab_n("standard", ranks)
             assert 32 * (n + 2) ** 2 / ranks >= 2 * cache
             assert n == n0 or 32 * (n - 256 + 2) ** 2 / ranks < 2 * cache
+            m = stencil.lab_points("standard", ranks, order=8)
+            assert 16 * (m + 8) ** 3 / ranks >= 2 * cache and m % 8 == 0
+            assert m == 64 or 16 * (m - 8 + 8) ** 3 / ranks < 2 * cache
+        assert stencil.lab_points("quick", 2) == profiles.get("stencil", "quick")["n"][0]
         quick = {k: profiles.get(k, "quick") for k in ("jacobi", "amdahl", "poisson")}
         assert (jacobi.lab_points("quick"), amdahl.lab_shape("quick", 2),
                 poisson.lab_n("quick", 2)) == (max(quick["jacobi"]["weak"]),

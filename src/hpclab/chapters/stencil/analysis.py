@@ -29,6 +29,7 @@ from hpclab.chapters.stencil.sweep import (  # noqa: F401 (the sweep's, for page
     NPROCS,
     OPERATORS,
     WAVE_UNITS,
+    lab_points,
     measure,
     run,
     run_mpi,
@@ -45,20 +46,6 @@ from hpclab.chapters.stream.analysis import (  # noqa: F401 (the inputs of the r
 ROUND_OFF = 1e-11
 # the operator names of the records as fd's counting functions take them
 _FD_OPERATOR = {"d2x1": 1, "d2x2": 2, "d2x3": 3, "laplacian": "laplacian"}
-
-
-def lab_points(profile=None, ranks=1, order=8):
-    """Points per axis n of the cube a lab times on ``ranks`` ranks: the smallest n from 64
-    on, in steps of 8, whose two arrays per rank (u with its halo of order / 2 and the
-    result, 16 bytes a point) are beyond the cache by :func:`hpclab.machine.beyond_cache`,
-    so that the Laplacian streams from memory. The ``quick`` profile times its own small
-    cube (its timings mean nothing)."""
-    from hpclab import machine
-
-    if profiles.name(profile) == "quick":
-        return int(profiles.get(NAME, profile)["n"][0])
-    r = order // 2
-    return int(machine.beyond_cache(lambda n: 16 * (n + 2 * r) ** 3 / max(1, ranks), 64, 8))
 
 
 def convergence_orders(df):

@@ -64,6 +64,20 @@ def tasks(profile=None, impls=IMPLS, max_procs=None):
     return out
 
 
+def lab_points(profile=None, ranks=1, order=8):
+    """Points per axis n of the cube a lab times on ``ranks`` ranks: the smallest n from 64
+    on, in steps of 8, whose two arrays per rank (u with its halo of order / 2 and the
+    result, 16 bytes a point) are beyond the cache by :func:`hpclab.machine.beyond_cache`,
+    so that the Laplacian streams from memory. The ``quick`` profile times its own small
+    cube (its timings mean nothing)."""
+    from hpclab import machine
+
+    if profiles.name(profile) == "quick":
+        return int(profiles.get(NAME, profile)["n"][0])
+    r = order // 2
+    return int(machine.beyond_cache(lambda n: 16 * (n + 2 * r) ** 3 / max(1, ranks), 64, 8))
+
+
 def thick_enough(most, n, order):
     """The most ranks, up to ``most``, whose blocks of an n³ cube are at least as thick as
     the halo of this order (order / 2) along every cut axis."""
