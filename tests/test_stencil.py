@@ -72,7 +72,8 @@ def test_refusals_say_what_to_do():
 
 
 def test_the_propagator_is_the_numpy_reference_and_its_errors_fall_with_order(cli_run):
-    for order, fraction in ((2, 0.5), (8, 0.1)):
+    # order 16 takes the three passes (stencil.c, from radius 7 on), with the wave's update
+    for order, fraction in ((2, 0.5), (8, 0.1), (16, 0.1)):
         c = stencil.propagate(SELF, order=order, n=13, mode=3, periods=1.5,
                               dt_fraction=fraction)
         ref, steps, _ = fd.standing_mode(13, order, mode=3, periods=1.5,
@@ -87,6 +88,35 @@ def test_the_propagator_is_the_numpy_reference_and_its_errors_fall_with_order(cl
     # beyond the stable step the wave grows until it overflows: an infinite error, no failure
     assert np.isinf(stencil.propagate(SELF, order=8, n=23, mode=11, periods=400,
                                       dt_fraction=1.5)[3, 0])
+
+
+@pytest.mark.parametrize("order", [14, 16])
+@pytest.mark.parametrize("blocks", [(0, 0), (3, 2)])
+def test_the_passes_check_themselves_on_rows_longer_than_their_buffer(order, blocks):
+    # 530 points on axis 1: two chunks of the passes' 512-point buffer, the second short
+    t = stencil.run_c(SELF, operator="laplacian", order=order, n1=530, n2=9, n3=10,
+                      block3=blocks[0], block2=blocks[1], applications=1, repetitions=1)
+    assert np.all(np.isfinite(t)) and t[3, 0] < 1e-3
+
+
+def test_the_blocking_size_exceeds_the_cache_within_half_the_memory(monkeypatch):
+    from hpclab import machine
+    from hpclab.chapters.stencil.kernels import bench
+
+    monkeypatch.setattr(machine, "last_level_cache_bytes", lambda: 32 << 20)
+    monkeypatch.setattr(machine, "memory_bytes", lambda: 48 << 30)
+    # the rule's size: the 9 planes of order 8 twice the cache from L = 1024
+    assert bench.blocking_size(8) == (1024, None)
+    assert bench.planes_bytes(1024, 8) >= 2 * (32 << 20) > bench.planes_bytes(896, 8)
+    # two arrays of 1024³ need 16 GiB: the largest size within half the memory, so long as
+    # its planes exceed the cache (768's do, 640's do not)
+    for gib, L in ((24, 896), (16, 768)):
+        monkeypatch.setattr(machine, "memory_bytes", lambda gib=gib: gib << 30)
+        assert bench.blocking_size(8) == (L, None)
+    assert bench.planes_bytes(768, 8) > (32 << 20) > bench.planes_bytes(640, 8)
+    monkeypatch.setattr(machine, "memory_bytes", lambda: 4 << 30)
+    L, why = bench.blocking_size(8)
+    assert L is None and "L = 768" in why and "half this machine's 4.0 GiB" in why
 
 
 def test_an_efficiency_above_one_is_flagged_in_words():

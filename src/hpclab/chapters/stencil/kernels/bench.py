@@ -10,6 +10,13 @@ timed batches, in MLUP/s; the table prints the median over rounds [min-max] and 
 above 1 meaning ours is faster. Devito's result is first compared with numpy's on a small
 random grid: its generated code prints the weights with fewer digits than a double holds,
 so the check allows 1e-7 of the largest value.
+
+Blocking pays when the unblocked loop cannot keep the 2r + 1 planes that a point reads along
+axis 3 in cache between their uses. For each order of 8 or more the bench also times the C
+kernel unblocked and blocked alone, target blocked / unblocked >= 1.5, at the size the labs'
+rule gives (machine.CACHE_FACTOR: the planes twice the last-level cache), or, where two
+arrays of that size do not fit in half the memory, at the largest size that does and whose
+planes still exceed the cache (L a multiple of 128).
 """
 from __future__ import annotations
 
@@ -37,6 +44,46 @@ def add_arguments(p):
     p.add_argument("--blocks", default="16x4", metavar="B3xB2",
                    help="the blocked kernel's blocks of axes 3 x 2 (default 16x4)")
     p.add_argument("--applications", type=int, default=5, help="applications per batch")
+    p.add_argument("--no-blocking-size", dest="blocking_size", action="store_false",
+                   help="skip the blocking comparison at planes beyond the last-level cache")
+
+
+# blocked / unblocked at least this where the planes exceed the last-level cache (order >= 8)
+BLOCKING_TARGET = 1.5
+BLOCKING_FROM_ORDER = 8
+
+
+def planes_bytes(L, order):
+    """The bytes of the 2r + 1 planes (halo included) that one output point reads along
+    axis 3: what the unblocked loop must keep in cache between their uses."""
+    r = order // 2
+    return (2 * r + 1) * (L + 2 * r) ** 2 * 8
+
+
+def blocking_size(order):
+    """The L = 256 + 128 k of the blocking comparison at this order: the smallest whose
+    planes are the labs' factor (machine.CACHE_FACTOR) times the last-level cache, or the
+    largest below it for which two arrays fit in half the memory, so long as its planes
+    still exceed that cache. Returns (L, None), or (None, the words that say why not)."""
+    from hpclab import machine
+
+    def fits(n):
+        return mem is None or 2 * (n + order) ** 3 * 8 <= mem // 2
+
+    def planes(n):
+        return planes_bytes(n, order)
+
+    mem = machine.memory_bytes()
+    least = machine.beyond_cache(planes, 256, 128, factor=1)
+    L = machine.beyond_cache(planes, 256, 128)
+    while L > least and not fits(L):
+        L -= 128
+    if not fits(L):
+        return None, (f"order {order}: its planes exceed the last-level cache from L = {L}, "
+                      f"where two arrays take {2 * (L + order) ** 3 * 8 / 2**30:.1f} GiB, more "
+                      f"than half this machine's {mem / 2**30:.1f} GiB: the blocking "
+                      "comparison beyond the cache is skipped")
+    return L, None
 
 
 def _devito_operator(L, order, threads):
@@ -84,8 +131,9 @@ def _devito_mlups(L, order, threads, applications, batches=5):
     return L**3 / best / 1e6
 
 
-def _ours(L, order, threads, blocks, applications):
-    """Runs under mpiexec (one rank): the MLUP/s of every part, emitted by the rank."""
+def _ours(L, order, threads, blocks, applications, only_c=False):
+    """Runs under mpiexec (one rank): the MLUP/s of every part (of C unblocked and blocked
+    alone when ``only_c``), emitted by the rank."""
     import importlib.util
 
     from mpi4py import MPI
@@ -101,8 +149,11 @@ def _ours(L, order, threads, blocks, applications):
                                   applications=applications, repetitions=5)
         return L**3 / float(np.min(t[1])) / 1e6  # the compute phase: one rank, no halo
 
-    parts = {"c": lambda: ours("c"), "c_blocked": lambda: ours("c", b3, b2),
-             "cython": lambda: ours("cython")}
+    parts = {"c": lambda: ours("c"), "c_blocked": lambda: ours("c", b3, b2)}
+    if only_c:
+        protocol.emit(in_random_order(comm, parts))
+        return
+    parts["cython"] = lambda: ours("cython")
     if importlib.util.find_spec("devito") is not None:
         wrong = devito_check(order, threads)
         if wrong:
@@ -111,10 +162,57 @@ def _ours(L, order, threads, blocks, applications):
     protocol.emit(in_random_order(comm, parts))
 
 
+def _compare(args, L, order, t, blocks, out, below, only_c=False):
+    """One size, order and thread count, over the rounds: its table, and its comparisons
+    into ``out`` (the sizes below a target into ``below``)."""
+    from hpclab.bench import compare_rounds, spread, table
+
+    b3, b2 = blocks
+    env = {"OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}
+    rounds = []
+    applications = 1 if only_c else args.applications
+    for r in range(args.rounds):
+        res = launch.mpirun([sys.executable, "-m", __name__, "_ours", str(L), str(order),
+                             str(t), f"{b3}x{b2}", str(applications), str(int(only_c))],
+                            n=1, timeout=TIMEOUT, env=env,
+                            what=f"stencil bench L={L} order {order}")
+        rounds.append(protocol.last(res.stdout, "the stencil bench"))
+        print(f"L={L} order {order} threads {t}: round {r + 1}/{args.rounds} done",
+              file=sys.stderr)
+    names = [k for k in ("c", "c_blocked", "cython", "devito") if k in rounds[0]]
+    table(f"Laplacian order {order}, L = {L}, {t} thread(s), MLUP/s: median over rounds "
+          "[min-max]", [[spread([o[k] for o in rounds]) for k in names]], names, fmt="{:.0f}")
+    size = f"L={L} order={order} threads={t}"
+    out[f"c_blocked/c {size}"] = compare_rounds(rounds, "c_blocked", "c", "MLUP/s", False)
+    if order >= BLOCKING_FROM_ORDER:
+        from hpclab import machine
+
+        llc = machine.last_level_cache_bytes() or machine.UNKNOWN_CACHE_BYTES
+        where = "beyond" if planes_bytes(L, order) > llc else "within"
+        ratio = out[f"c_blocked/c {size}"]["ratio"]
+        print(f"blocked / unblocked = {ratio:.3f}; the {order + 1} planes of axis 3 take "
+              f"{planes_bytes(L, order) / 2**20:.0f} MiB, {planes_bytes(L, order) / llc:.2g} "
+              f"times the last-level cache ({where} it"
+              + (f": target >= {BLOCKING_TARGET})" if where == "beyond" else ")"))
+        if where == "beyond" and ratio < BLOCKING_TARGET:
+            below.append(f"{size} (blocked / unblocked)")
+    if "cython" in names:
+        out[f"c/cython {size}"] = compare_rounds(rounds, "c", "cython", "MLUP/s", False)
+    if "devito" in names:
+        for ours in ("c", "c_blocked", "cython"):
+            out[f"{ours}/devito {size}"] = compare_rounds(rounds, ours, "devito", "MLUP/s",
+                                                          False)
+        best = max(out[f"c/devito {size}"]["ratio"], out[f"c_blocked/devito {size}"]["ratio"])
+        print(f"ours (C, the better of unblocked and blocked) / Devito = {best:.3f} (target "
+              ">= 1.0)")
+        if best < 1.0:
+            below.append(size)
+
+
 def run(args):
     import importlib.util
 
-    from hpclab.bench import BenchFailed, compare_rounds, spread, table
+    from hpclab.bench import BenchFailed
 
     threads = args.threads or sorted({1, launch.usable_cores()})
     try:
@@ -129,36 +227,20 @@ def run(args):
     for L in args.L:
         for order in args.orders:
             for t in threads:
-                env = {"OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}
-                rounds = []
-                for r in range(args.rounds):
-                    res = launch.mpirun([sys.executable, "-m", __name__, "_ours", str(L),
-                                         str(order), str(t), f"{b3}x{b2}",
-                                         str(args.applications)], n=1, timeout=TIMEOUT,
-                                        env=env, what=f"stencil bench L={L} order {order}")
-                    rounds.append(protocol.last(res.stdout, "the stencil bench"))
-                    print(f"L={L} order {order} threads {t}: round {r + 1}/{args.rounds} done",
-                          file=sys.stderr)
-                names = [k for k in ("c", "c_blocked", "cython", "devito") if k in rounds[0]]
-                table(f"Laplacian order {order}, L = {L}, {t} thread(s), MLUP/s: median over "
-                      "rounds [min-max]", [[spread([o[k] for o in rounds]) for k in names]],
-                      names, fmt="{:.0f}")
-                size = f"L={L} order={order} threads={t}"
-                out[f"c_blocked/c {size}"] = compare_rounds(rounds, "c_blocked", "c", "MLUP/s",
-                                                            False)
-                out[f"c/cython {size}"] = compare_rounds(rounds, "c", "cython", "MLUP/s", False)
-                if "devito" in names:
-                    for ours in ("c", "c_blocked", "cython"):
-                        key = f"{ours}/devito {size}"
-                        out[key] = compare_rounds(rounds, ours, "devito", "MLUP/s", False)
-                    best = max(out[f"c/devito {size}"]["ratio"],
-                               out[f"c_blocked/devito {size}"]["ratio"])
-                    print(f"ours (C, the better of unblocked and blocked) / Devito = "
-                          f"{best:.3f} (target >= 1.0)")
-                    if best < 1.0:
-                        below.append(size)
+                _compare(args, L, order, t, (b3, b2), out, below)
+    if args.blocking_size:
+        for order in args.orders:
+            if order < BLOCKING_FROM_ORDER:
+                continue
+            L, why = blocking_size(order)
+            if L is None:
+                print(why)
+                continue
+            for t in threads:
+                if f"c_blocked/c L={L} order={order} threads={t}" not in out:
+                    _compare(args, L, order, t, (b3, b2), out, below, only_c=True)
     if below:
-        print(f"below Devito at: {'; '.join(below)}")
+        print(f"below a target at: {'; '.join(below)}")
     if not out:
         raise BenchFailed("stencil: nothing was compared", out)
     return out
@@ -167,9 +249,9 @@ def run(args):
 def main(argv=None):
     from hpclab.bench import script
 
-    return script(__name__, argv, lambda L, order, threads, blocks, applications: _ours(
+    return script(__name__, argv, lambda L, order, threads, blocks, applications, only_c: _ours(
         int(L), int(order), int(threads), tuple(int(v) for v in blocks.split("x")),
-        int(applications)))
+        int(applications), bool(int(only_c))))
 
 
 if __name__ == "__main__":
