@@ -234,36 +234,43 @@ def build(kernel):
     if kernel not in chapters():
         raise ValueError(f"no simulation driver for {kernel!r}: simulated kernels are "
                          f"{', '.join(chapters())}")
-    if not available():
-        raise SimulationError(INSTALL_HINT)
     folder = CHAPTERS / kernel
     sources = [folder / "smpi_driver.c", folder / "kernels" / f"{kernel}.c",
                *(COMMON / s for s in COMMON_SOURCES)]
-    headers = sorted({p for d in (HERE, folder / "kernels", COMMON) for p in d.glob("*.h")})
+    return compile_program(kernel, sources, (HERE, folder / "kernels", COMMON))
+
+
+def compile_program(name, sources, include_dirs=()):
+    """Compile C sources with ``smpicc`` (once per version of them, their headers in
+    ``include_dirs`` and SimGrid); the program's path in the cache."""
+    if not available():
+        raise SimulationError(INSTALL_HINT)
+    headers = sorted({p for d in include_dirs for p in Path(d).glob("*.h")})
     digest = hashlib.sha256()
     for path in [*sources, *headers]:
-        digest.update(path.read_bytes())
+        digest.update(Path(path).read_bytes())
     digest.update((simgrid_version() or "").encode())
-    exe = _cache_dir() / f"{kernel}-{digest.hexdigest()[:16]}"
+    exe = _cache_dir() / f"{name}-{digest.hexdigest()[:16]}"
     if exe.exists():
         return exe
-    includes = [f"-I{d}" for d in (HERE, folder / "kernels", COMMON)]
+    includes = [f"-I{d}" for d in include_dirs]
     tmp = exe.with_name(exe.name + f".{os.getpid()}.tmp")
     cmd = ["smpicc", "-O2", "-std=c99", "-D_POSIX_C_SOURCE=200809L", *includes,
            *map(str, sources), "-o", str(tmp)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if done.returncode != 0 or not tmp.exists():
-        raise SimulationError(f"smpicc could not build the {kernel} driver:\n"
+        raise SimulationError(f"smpicc could not build the {name} program:\n"
                               f"{(done.stderr or done.stdout)[-2000:]}")
     os.replace(tmp, exe)
     return exe
 
 
-def run_driver(kernel, spec, nranks, args, placement=None, timeout=600, config=CONFIG):
-    """Run a kernel's driver on nranks simulated ranks; the results it printed."""
-    from hpclab import launch, protocol
+def smpirun(exe, spec, nranks, args, placement=None, timeout=600, config=CONFIG, what=None):
+    """Run a program built by :func:`compile_program` on nranks simulated ranks of a
+    platform; its standard output."""
+    from hpclab import launch
 
-    exe = build(kernel)
+    what = what or f"simulated {Path(exe).name} on {nranks} ranks of {spec['name']}"
     hosts = placement_hosts(spec, nranks, placement)
     # a folder of its own: process ids repeat across sandboxes that share a cache
     work = Path(tempfile.mkdtemp(prefix="run-", dir=_cache_dir()))
@@ -273,14 +280,22 @@ def run_driver(kernel, spec, nranks, args, placement=None, timeout=600, config=C
         cmd = ["smpirun", "-np", str(nranks), "-platform", str(work / "platform.xml"),
                "-hostfile", str(work / "hostfile"), *config, "--log=root.thres:warning",
                str(exe), *map(str, args)]
-        done = launch.run_process(cmd, timeout=timeout, cwd=work,
-                                  what=f"simulated {kernel} on {nranks} ranks of {spec['name']}")
+        done = launch.run_process(cmd, timeout=timeout, cwd=work, what=what)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if done.returncode != 0:
-        raise SimulationError(f"simulated {kernel} on {nranks} ranks of {spec['name']} failed "
-                              f"(exit code {done.returncode}):\n{done.stderr[-2000:]}")
-    return protocol.parse(done.stdout)
+        raise SimulationError(f"{what} failed (exit code {done.returncode}):\n"
+                              f"{(done.stderr or done.stdout)[-2000:]}")
+    return done.stdout
+
+
+def run_driver(kernel, spec, nranks, args, placement=None, timeout=600, config=CONFIG):
+    """Run a kernel's driver on nranks simulated ranks; the results it printed."""
+    from hpclab import protocol
+
+    return protocol.parse(smpirun(build(kernel), spec, nranks, args, placement, timeout,
+                                  config, what=f"simulated {kernel} on {nranks} ranks of "
+                                               f"{spec['name']}"))
 
 
 def meta(kernel, spec, profile, extra, config=CONFIG):

