@@ -230,9 +230,10 @@ def numbers(run, why=""):
     out["libraries_words"] = "Measured: " + ", ".join(
         f"{i['name']} ({i['version']})" for i in libs.values()) + "."
     skipped, failed = meta.get("skipped") or {}, meta.get("failed") or {}
+    reasons = sweep.reasons
     out["skipped_words"] = " ".join(
-        [f"Not measured: {sweep_reasons(skipped)}." if skipped else ""]
-        + [f"Stopped during the sweep, its records until then kept: {sweep_reasons(failed)}."
+        [f"Not measured: {reasons(skipped)}." if skipped else ""]
+        + [f"Stopped during the sweep, its records until then kept: {reasons(failed)}."
            if failed else ""]) or "Every library set up here ran to the end."
     for test, label in (("pingpong", "PingPong"), ("exchange", "Exchange"),
                         ("allreduce", "Allreduce"), ("ring", "the ring")):
@@ -240,12 +241,6 @@ def numbers(run, why=""):
     out["placement_words"] = "Binding to cores against none, PingPong: " + placement_words(df)
     out["hockney_notes"] = hockney_notes(df)
     return out
-
-
-def sweep_reasons(why_of):
-    from hpclab.chapters.mpilibs import sweep
-
-    return sweep._reasons(why_of)
 
 
 def _interval_text(value, low, high, digits=3):

@@ -123,7 +123,7 @@ def run(profile="quick", slugs=None, root=None, setup=True, progress=print):
     # source changed: a local compile, nothing downloaded)
     ready, skipped = libraries.setup_all(slugs, root, progress, install=setup)
     if not ready:
-        raise SweepError(f"no MPI library is ready: {_reasons(skipped)}")
+        raise SweepError(f"no MPI library is ready: {reasons(skipped)}")
     cores = launch.usable_cores()
     if cores < RANKS:
         raise SweepError(f"the sweep times {RANKS} ranks and this machine lets this process use "
@@ -152,7 +152,7 @@ def run(profile="quick", slugs=None, root=None, setup=True, progress=print):
             progress(f"round {rnd + 1}/{settings['rounds']}: {i + 1}/{len(order)} "
                      f"({libraries.get(slug).name}, {test}, {placement})")
     if not rows:
-        raise SweepError(f"every library failed: {_reasons({**skipped, **failed})}")
+        raise SweepError(f"every library failed: {reasons({**skipped, **failed})}")
     meta = records.metadata(NAME, profile, extra={
         "libraries": {s: {"name": libraries.get(s).name, "version": versions[s],
                           "packages": list(libraries.get(s).packages)} for s in versions},
@@ -163,7 +163,7 @@ def run(profile="quick", slugs=None, root=None, setup=True, progress=print):
     return records.Run(rows, meta)
 
 
-def _reasons(why_of):
+def reasons(why_of):
     """'Name: the line of its words that says why' for each library, joined."""
     def line(text):
         lines = [x for x in text.splitlines() if x.strip()]
@@ -190,9 +190,9 @@ def main(argv=None):
         return 1
     path = records.save(run_, out_dir=args.out)
     if run_.meta["skipped"]:
-        print(f"skipped: {_reasons(run_.meta['skipped'])}")
+        print(f"skipped: {reasons(run_.meta['skipped'])}")
     if run_.meta["failed"]:
-        print(f"stopped during the sweep (records so far kept): {_reasons(run_.meta['failed'])}")
+        print(f"stopped during the sweep (records so far kept): {reasons(run_.meta['failed'])}")
     measured = [f"{i['name']} ({i['version']})" for i in run_.meta["libraries"].values()]
     print(f"records of {', '.join(measured)} written to {path}")
     return 0
