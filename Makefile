@@ -23,9 +23,10 @@ endif
 export PATH := $(abspath $(BIN)):$(PATH)
 
 .PHONY: setup book lint test test-openmpi lab release grade export report roster duedate formgrader \
-  readme bench labtimes mpilibs clean distclean help
+  readme bench labtimes clean distclean help
 
-help:
+# help:: (double-colon) so that a chapter's chapter.mk adds its own lines after these
+help::
 	@echo "make book      build the site (measures this machine; PROFILE=quick|standard|full)"
 	@echo "make test      run the lint and the test suite (what CI runs)"
 	@echo "make lint      ruff (style, likely bugs, import order) and mypy (types), as configured in pyproject.toml"
@@ -42,7 +43,6 @@ help:
 	@echo "make readme    the README's list of chapters, from their declarations"
 	@echo "make bench     our kernels and outside references side by side (see README)"
 	@echo "make labtimes  how long each lab's cells take on this machine (PROFILE=standard)"
-	@echo "make mpilibs   MPICH, Open MPI and Intel MPI in .mpilibs/, measured side by side (PROFILE=...)"
 	@echo "make setup     only create .venv and build the kernels (MPI=system: use your mpicc)"
 	@echo "make test-openmpi  the kernel, CLI and launch tests again under the system's Open MPI"
 
@@ -179,10 +179,9 @@ formgrader: $(STAMP)
 readme: $(STAMP)
 	$(BIN)/python -c "from hpclab import chapters; chapters.write_readme('README.md')"
 
-# the MPI libraries chapter: each library from its package into .mpilibs/<library> (none of
-# it in .venv), its C program built by that library's mpicc, then the sweep into results/
-mpilibs: $(STAMP)
-	$(BIN)/python -m hpclab.chapters.mpilibs.sweep --profile $(PROFILE)
+# a chapter's own targets (its chapter.mk: a target named for the chapter, its help lines
+# under help::, its folders to remove in DISTCLEAN_MORE)
+include $(wildcard src/hpclab/chapters/*/chapter.mk)
 
 bench: $(STAMP)
 	$(BIN)/python -m hpclab.bench
@@ -198,5 +197,5 @@ clean:
 	find src -name '__pycache__' -prune -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV) $(OMPI_DIR) .mpilibs results src/hpclab/kernels/*/*.so \
+	rm -rf $(VENV) $(OMPI_DIR) $(DISTCLEAN_MORE) results src/hpclab/kernels/*/*.so \
   src/hpclab/chapters/*/kernels/*.so src/hpclab/kernels/build_info.json

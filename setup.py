@@ -53,7 +53,8 @@ sys.path.insert(0, str(HERE / "src"))
 from hpclab.kernels import cpu_isa  # noqa: E402  (pure Python, as is the registry)
 from hpclab.kernels.registry import kernels as _declared  # noqa: E402
 
-DECLARED = _declared()
+# the chapters whose kernels are an extension of the package (not the MPI libraries' programs)
+DECLARED = {slug: k for slug, k in _declared().items() if k.extension}
 # per-kernel flags, used when the compiler accepts them (recorded in build_info.json)
 KERNEL_FLAGS = {slug: list(k.cflags) for slug, k in DECLARED.items() if k.cflags}
 OPENMP_EXTENSIONS = {f"hpclab.chapters.{slug}.kernels._{slug}" for slug, k in DECLARED.items()

@@ -28,13 +28,15 @@ def uid_note():
 
 
 def _mount_points():
-    """Folders the sandbox needs read-only: the interpreter, the environment, the sources
-    and the published reference datasets."""
+    """Folders the sandbox needs read-only: the interpreter, the environment, the sources,
+    the published reference datasets and what the chapters' labs need besides
+    (:func:`hpclab.chapters.sandbox_folders`: another MPI library's environment, say)."""
     import hpclab
-    from hpclab import reference
+    from hpclab import chapters, reference
 
     need = {Path(sys.base_prefix), Path(os.path.abspath(sys.prefix)),
-            Path(hpclab.__file__).resolve().parents[1], reference.data_dir().resolve()}
+            Path(hpclab.__file__).resolve().parents[1], reference.data_dir().resolve(),
+            *(Path(p) for p in chapters.sandbox_folders().values())}
     for name in ("numpy", "mpi4py", "nbclient"):
         try:
             mod = __import__(name)

@@ -65,7 +65,7 @@ from confinement import (  # noqa: E402, F401 (grade.py, the tests and the worke
     process_limits,
     uid_note,
 )
-from hpclab.mpirun import clean_environment  # noqa: E402
+from hpclab.mpirun import mpi_settings  # noqa: E402
 from returned import (  # noqa: E402
     ended,
     last_bytes,
@@ -129,19 +129,21 @@ class Result:
     values: dict | None = None  # the variables asked for, as the submission left them (untrusted)
 
 
-# The grader's MPI settings the sandbox keeps: MPICH's, Open MPI's (with PMIx's and PRRTE's),
-# Intel MPI's, libfabric's and UCX's tuning and transport variables. A cluster may need them
-# for MPI to start at all, and they say how a waiting rank polls. A job's identity (PMI_RANK,
-# OMPI_COMM_WORLD_RANK, OMPI_MCA_ess_*, ...) never passes (hpclab.mpirun.clean_environment):
-# an engine that inherits one takes itself for a rank of the grader's job.
-MPI_SETTINGS = ("MPIR_CVAR_", "MPICH_", "OMPI_MCA_", "PMIX_MCA_", "PRTE_MCA_", "I_MPI_", "FI_",
-                "UCX_")
+# The grader's MPI settings the sandbox keeps (hpclab.mpirun.MPI_SETTINGS): a cluster may need
+# them for MPI to start at all, and they say how a waiting rank polls. A job's identity
+# (PMI_RANK, OMPI_COMM_WORLD_RANK, OMPI_MCA_ess_*, ...) never passes
+# (hpclab.mpirun.clean_environment): an engine that inherits one takes itself for a rank of the
+# grader's job.
 
 
 def _environment(box_path, venv_bin):
+    from hpclab import chapters
+
     home = f"{box_path}/work"
-    mpi = clean_environment({k: v for k, v in os.environ.items() if k.startswith(MPI_SETTINGS)})
-    return mpi | {
+    mpi = mpi_settings()
+    # what the chapters' labs need besides the sources, mounted read-only
+    # (confinement._mount_points), and where: inside, the source tree that locates them is not
+    return mpi | chapters.sandbox_folders() | {
         "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
         "HOME": home, "TMPDIR": f"{box_path}/tmp", "LANG": "C.UTF-8",
         "JUPYTER_RUNTIME_DIR": f"{box_path}/tmp/runtime", "IPYTHONDIR": f"{box_path}/tmp/ipython",

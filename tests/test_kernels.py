@@ -38,7 +38,7 @@ def test_topology_layer_with_a_rank_count_that_does_not_divide():
     assert " passed" in result.stdout
 
 
-@pytest.mark.parametrize("slug", registry.slugs())
+@pytest.mark.parametrize("slug", registry.extensions())
 def test_every_kernel_passes_its_correctness_matrix(slug):
     kernel = registry.get(slug)
     ranks = [p for p in kernel.check_procs if p >= kernel.min_procs]
@@ -54,7 +54,7 @@ def test_every_kernel_passes_its_correctness_matrix(slug):
 
 
 def test_check_cli_exits_non_zero_on_a_wrong_answer():
-    slug = registry.slugs()[0]
+    slug = registry.extensions()[0]
     low = registry.get(slug).min_procs
     ok = launch.run_process([sys.executable, "-m", "hpclab", "check", slug, "--ranks",
                              str(max(low, 2))], timeout=300)
@@ -66,7 +66,7 @@ def test_check_cli_exits_non_zero_on_a_wrong_answer():
 
 
 def test_check_refuses_rank_counts_below_the_kernels_minimum():
-    slug = max(registry.slugs(), key=lambda s: registry.get(s).min_procs)
+    slug = max(registry.extensions(), key=lambda s: registry.get(s).min_procs)
     low = registry.get(slug).min_procs
     if low < 2:
         pytest.skip("no kernel needs more than one rank")

@@ -42,7 +42,7 @@ def test_every_test_reports_its_library_cores_and_a_time_per_size(program, test)
 
 
 @pytest.mark.parametrize("warmup", ["2", "0"])
-@pytest.mark.parametrize("test", sweep.TESTS)
+@pytest.mark.parametrize("test", [*sweep.TESTS, "randomring"])
 def test_a_corrupted_message_or_sum_is_an_error_not_a_time(program, test, warmup):
     # with no warm-up, the check after the timed batch is the one that must catch it
     rc, lines = run_program(program, test, "1", warmup, "64:5",
@@ -273,3 +273,99 @@ def test_the_simulated_program_checks_itself_too():
 
     with pytest.raises(simulate.SimulationError, match="exit code"):
         simulation.on_platform("allreduce", 4, [12])
+
+
+def test_the_labs_made_up_tables_have_their_switch_where_the_checks_say():
+    """The lab's checks grade a split against their own on made-up PingPong tables: with
+    little noise that split is the made-up switch (2 KiB), and on each table the usual slips
+    (absolute errors, two-point segments, the last size below) would be told apart somewhere."""
+    from hpclab.chapters.mpilibs import exercises
+
+    for seed in range(4, 9):
+        sizes, times = exercises.synthetic_pingpong(seed)
+        assert exercises.best_split(sizes, times) == 2048.0
+    res = exercises.split_check(lambda n, t, m: {"switch": exercises.best_split(n, t, m),
+                                                 "below": (0, 1), "above": (0, 1)})
+    cases = res["cases"]
+    assert all(c["got"]["switch"] == c["switch"] for c in cases)
+    assert any(c["absolute"] != c["switch"] for c in cases)
+    assert any(c["short"] != c["switch"] for c in cases)
+    assert all(c["last_below"] < c["switch"] for c in cases)
+
+
+def test_the_sweep_takes_some_tests_and_refuses_unknown_ones():
+    with pytest.raises(ValueError, match="choose from pingpong, ring, exchange, allreduce"):
+        sweep.run("quick", setup=False, tests=["latency"])
+    with pytest.raises(ValueError, match="choose from"):
+        sweep.run("quick", setup=False, tests=[])
+    assert sweep.PROFILES is sweep.KERNEL.profiles
+
+
+def test_the_runs_mpi_settings_are_said(monkeypatch):
+    """A run records the MPI settings of its environment (the suite's heavy yield makes a
+    small message slower), and the page says them."""
+    from hpclab import records
+    from hpclab.chapters.mpilibs import analysis
+
+    monkeypatch.setenv("MPIR_CVAR_ENABLE_HEAVY_YIELD", "1")
+    monkeypatch.setenv("PMI_RANK", "3")  # a job's identity is not a setting
+    meta = records.metadata("mpilibs", "quick")
+    assert meta["mpi_settings"].get("MPIR_CVAR_ENABLE_HEAVY_YIELD") == "1"
+    assert "PMI_RANK" not in meta["mpi_settings"]
+    assert "`MPIR_CVAR_ENABLE_HEAVY_YIELD=1`" in analysis.settings_words(meta)
+    assert "as installed" in analysis.settings_words({"mpi_settings": {}})
+
+
+def test_the_grading_sandbox_mounts_the_libraries_and_says_where(tmp_path, monkeypatch):
+    """The lab runs the libraries of make mpilibs: the sandbox mounts their folder read-only
+    and tells the lab where it is (inside, no Makefile locates it); a folder that does not
+    exist is neither."""
+    import sys
+    from pathlib import Path
+
+    from hpclab import chapters
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "autograder"))
+    import confinement
+    import sandbox
+
+    monkeypatch.setenv("HPCLAB_MPILIBS", str(tmp_path))
+    assert chapters.sandbox_folders() == {"HPCLAB_MPILIBS": str(tmp_path.resolve())}
+    assert tmp_path.resolve() in confinement._mount_points()
+    assert sandbox._environment("/box", "/venv/bin")["HPCLAB_MPILIBS"] == str(tmp_path.resolve())
+    monkeypatch.setenv("HPCLAB_MPILIBS", str(tmp_path / "none"))
+    assert chapters.sandbox_folders() == {}
+    assert "HPCLAB_MPILIBS" not in sandbox._environment("/box", "/venv/bin")
+
+
+@SMPI
+def test_the_random_ring_on_the_simulated_cluster_beside_hpccs():
+    """HPCC's two rings on report 002's 160 simulated ranks: the random order puts most
+    neighbour pairs on other nodes, and the ratio of the two rings' times sits beside the
+    report's, per quantity."""
+    from hpclab import reference
+    from hpclab.chapters.mpilibs import simulation
+
+    t = simulation.ring_beside_report()
+    assert list(t["quantity"]) == ["latency", "bandwidth"] and list(t["nbytes"]) == [8, 2_000_000]
+    assert t.attrs["nprocs"] == 160
+    assert t.attrs["cross_natural"] == pytest.approx(8 / 160)  # 8 node boundaries in the ring
+    assert t.attrs["cross_random"] > 0.5
+    h = reference.load("hamburg_hpcc").set_index("quantity")["value"]
+    assert t["report_ratio"].iloc[0] == pytest.approx(
+        h["RandomlyOrderedRingLatency"] / h["NaturallyOrderedRingLatency"])
+    # beyond the link's latency, the 2 MB messages of the random ring share the node links
+    assert t["simulated_ratio"].iloc[1] > 1
+    words = simulation.ring_words(t)
+    assert "against 6.9 in the report" in words and "crossing a node adds" in words
+
+
+def test_the_random_ring_is_the_same_ring_in_another_order(program):
+    """On 4 ranks (a correctness run) the random ring's order is a permutation, printed, and
+    its messages are checked like the natural ring's."""
+    res = launch.mpirun([str(program), "randomring", "2", "1", "8:5", "4096:3"], n=4,
+                        timeout=TIMEOUT, check=False)
+    lines = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert sorted(lines[0]["ring"]) == [0, 1, 2, 3]
+    assert {x["test"] for x in lines[1:]} == {"randomring"}

@@ -20,7 +20,7 @@ def test_the_three_chapters_are_declared_in_book_order():
     assert set(SLUGS) == {p.parent.name for p in declared}
 
 
-@pytest.mark.parametrize("slug", SLUGS)
+@pytest.mark.parametrize("slug", registry.extensions())
 def test_the_generated_api_follows_the_declaration(slug):
     kernel = registry.get(slug)
     module = importlib.import_module(f"hpclab.chapters.{slug}.kernels")
@@ -38,6 +38,28 @@ def test_the_generated_api_follows_the_declaration(slug):
             assert m.name in doc
     assert callable(module.check_cases) and callable(module.inject_fault)
     assert importlib.import_module(f"hpclab.chapters.{slug}.analysis").KERNEL is kernel
+
+
+def test_a_chapter_of_its_own_programs_is_not_built_checked_or_run_as_an_extension():
+    """The MPI libraries' program is compiled by each library's mpicc: setup.py, the
+    correctness matrix and ``python -m hpclab check`` leave it out; ``python -m hpclab run``
+    hands it to the chapter's own sweep."""
+    from hpclab import cli
+
+    assert "mpilibs" in SLUGS and "mpilibs" not in registry.extensions()
+    assert set(registry.extensions()) == {s for s in SLUGS if registry.get(s).extension}
+    assert not (ROOT / "src/hpclab/chapters/mpilibs/kernels/_mpilibs.pyx").exists()
+    with pytest.raises(SystemExit):
+        cli._parser().parse_args(["check", "mpilibs"])
+    calls = []
+    sweep = chapters.sweep("mpilibs")
+    original = sweep.main
+    try:
+        sweep.main = lambda argv: calls.append(argv) or 0
+        assert cli.main(["run", "mpilibs", "--profile", "quick", "--out", "x"]) == 0
+    finally:
+        sweep.main = original
+    assert calls == [["--profile", "quick", "--out", "x"]]
 
 
 def test_declared_limits_match_the_compiled_ones():

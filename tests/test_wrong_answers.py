@@ -160,7 +160,7 @@ def _names(source):
 # time (a fresh-clone run, each %%cython case compiled with the optimiser: PingPong 250 s,
 # STREAM 250 s, Poisson 210, Amdahl 166, Ring 166 and Jacobi 120; STREAM's compiles since
 # take a third of that, so Ring moves here)
-SECOND = ("amdahl", "jacobi", "poisson")
+SECOND = ("amdahl", "jacobi", "mpilibs", "poisson")
 
 
 @pytest.mark.slow

@@ -52,7 +52,7 @@ def _parser():
                    help="run even with more ranks than cores on a node (a correctness run: "
                         "its timings mean nothing, and its records say oversubscribed)")
     c = sub.add_parser("check", help="run a kernel's correctness matrix under mpiexec")
-    c.add_argument("kernel", choices=registry.slugs())
+    c.add_argument("kernel", choices=registry.extensions())
     c.add_argument("--upto", type=int, default=None,
                    help="largest rank count (default: the kernel's; above the cores is fine)")
     c.add_argument("--ranks", default=None, help="comma-separated rank counts instead")
@@ -134,13 +134,22 @@ def _run(args):
 
     import mpi4py
 
+    from hpclab import chapters
+    from hpclab.kernels import registry
+
+    if not registry.get(args.experiment).extension:
+        # a chapter of programs of its own (the MPI libraries): its sweep starts each one under
+        # its own launcher, so it runs here, not under mpiexec
+        return chapters.sweep(args.experiment).main(
+            ["--profile", args.profile or profiles.name(), "--out", args.out])
+
     from hpclab.launch import THREAD_LEVEL
 
     # under srun or a plain mpiexec nobody set it: only the main thread calls MPI here
     mpi4py.rc.thread_level = os.environ.get("MPI4PY_RC_THREAD_LEVEL", THREAD_LEVEL)
     from mpi4py import MPI
 
-    from hpclab import chapters, records
+    from hpclab import records
     from hpclab.kernels import KernelError
 
     comm = MPI.COMM_WORLD

@@ -222,7 +222,7 @@ def git_commit(path: str | Path | None = None) -> str | None:
 def metadata(experiment: str, profile: str,
              extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The JSON metadata of a run."""
-    from hpclab import __version__, machine
+    from hpclab import __version__, machine, mpirun
 
     return {
         "experiment": experiment,
@@ -232,6 +232,9 @@ def metadata(experiment: str, profile: str,
         "utc_time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command_line": list(sys.argv),
         "machine": machine.describe(),
+        # the MPI libraries' settings in the environment (how a waiting rank polls, which
+        # transport): they change what is measured
+        "mpi_settings": mpirun.mpi_settings(),
         # the book build under way (hpclab.inputs): pages of one build share its runs
         **({"build": os.environ["HPCLAB_BUILD"]} if os.environ.get("HPCLAB_BUILD") else {}),
         **(extra or {}),

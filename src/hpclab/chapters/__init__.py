@@ -61,6 +61,21 @@ def models() -> dict:
     return out
 
 
+def sandbox_folders() -> dict[str, str]:
+    """{environment variable: folder} of what the chapters' labs need inside the grading
+    sandbox beyond the sources (mounted read-only there, the variable telling the lab where):
+    each chapter package's own ``sandbox_folders()``, when it has one, and only the folders
+    that exist."""
+    from hpclab.kernels import registry
+
+    out: dict[str, str] = {}
+    for slug in registry.chapter_order():
+        hook = getattr(import_module(f"hpclab.chapters.{slug}"), "sandbox_folders", None)
+        if hook is not None:
+            out.update({k: str(v) for k, v in hook().items() if Path(v).is_dir()})
+    return out
+
+
 def needs_table(order: list[str] | None = None) -> str:
     """The Markdown table of what each chapter's lab needs (the book's *Getting started*),
     from the declarations: ``lab_needs``, and the chapters whose records help (``inputs``).
@@ -83,6 +98,9 @@ README_BEGIN = "<!-- the chapters: made from their declarations by `make readme`
 README_END = "<!-- end of the chapters -->"
 
 
+NBSP = "\u00a0"
+
+
 def readme_list(order: list[str] | None = None) -> str:
     """The README's paragraph of chapters, from the declarations (``title``, ``teaches``),
     in the book's order (``order``: slugs; the others follow), wrapped at 100 columns."""
@@ -93,9 +111,12 @@ def readme_list(order: list[str] | None = None) -> str:
     kernels = registry.kernels()
     slugs = [s for s in (order or []) if s in kernels]
     slugs += [s for s in kernels if s not in slugs]
-    items = [f"**{kernels[s].title}** ({kernels[s].teaches})" for s in slugs]
+    # a title of several words stays on one line (bold across a line break does not render as
+    # one title, and the list is searched by title)
+    items = [f"**{kernels[s].title.replace(' ', NBSP)}** ({kernels[s].teaches})" for s in slugs]
     text = "Chapters so far: " + ", ".join(items) + "."
-    return textwrap.fill(text, 100, break_long_words=False, break_on_hyphens=False)
+    return textwrap.fill(text, 100, break_long_words=False,
+                         break_on_hyphens=False).replace(NBSP, " ")
 
 
 def book_order(root: str | Path) -> list[str]:

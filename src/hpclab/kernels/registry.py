@@ -171,6 +171,11 @@ class Kernel:
     teaches : str
         What the chapter teaches, in a few words: the README's list of chapters
         (:func:`hpclab.chapters.readme_list`).
+    extension : bool
+        True: the kernels are an extension of this package (``kernels/_<slug>.pyx`` and
+        ``<slug>.c``), built by ``setup.py``, checked by ``python -m hpclab check`` and run by
+        ``python -m hpclab run``. False: the chapter builds and runs programs of its own (the
+        MPI libraries' one per library, each with that library's compiler and launcher).
     """
 
     slug: str
@@ -192,6 +197,7 @@ class Kernel:
     lab_needs: str = ""
     report: dict = field(default_factory=dict)
     teaches: str = ""
+    extension: bool = True
 
     def param(self, name):
         for p in self.params:
@@ -278,6 +284,12 @@ def slugs():
     return tuple(_declared())
 
 
+def extensions():
+    """The slugs whose kernels are an extension of this package (``Kernel.extension``): what
+    the build compiles, ``python -m hpclab check`` checks and ``python -m hpclab run`` runs."""
+    return tuple(s for s, k in _declared().items() if k.extension)
+
+
 def get(slug):
     """The declaration of one kernel; a ValueError lists the known ones."""
     try:
@@ -309,4 +321,4 @@ def import_all():
     last step, so that a kernel that does not load fails `make setup`, not a lecture."""
     from importlib import import_module
 
-    return [import_module(f"hpclab.chapters.{slug}.kernels") for slug in _declared()]
+    return [import_module(f"hpclab.chapters.{slug}.kernels") for slug in extensions()]

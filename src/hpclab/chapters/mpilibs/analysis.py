@@ -11,6 +11,23 @@ import pandas as pd
 
 from hpclab import models, stats
 from hpclab.chapters.mpilibs import libraries
+from hpclab.chapters.mpilibs.declaration import KERNEL  # noqa: F401 (pages and labs)
+from hpclab.chapters.mpilibs.sweep import (  # noqa: F401 (the sweep's names, for pages and labs)
+    NAME,
+    PROFILES,
+    RANKS,
+    TESTS,
+    SweepError,
+    iterations,
+    main,
+    parse,
+    program_args,
+    reasons,
+    records_of,
+    run,
+    run_one,
+    version_of,
+)
 
 KEYS = ["impl", "test", "placement", "nbytes"]
 # stats.VERDICTS of bound over unbound, in its order
@@ -167,16 +184,14 @@ def measurement(profile=None, progress=False):
     the words that say why when none is set up or none ran."""
     import os
 
-    from hpclab.chapters.mpilibs import sweep
-
     profile = profile or os.environ.get("HPCLAB_PROFILE") or "quick"
     try:
-        run = sweep.run(profile, setup=False, progress=print if progress else (lambda m: None))
-    except sweep.SweepError as exc:
+        done = run(profile, setup=False, progress=print if progress else (lambda m: None))
+    except SweepError as exc:
         return None, (f"Nothing was measured on this machine: {exc}. `make mpilibs` sets the "
                       "libraries up and measures them.")
-    run.save(publish="data")
-    return run, ""
+    done.save(publish="data")
+    return done, ""
 
 
 def pingpong_figure(run, placement="core"):
@@ -215,13 +230,12 @@ def numbers(run, why=""):
     """The words of the page from a run; with none (``run`` None), every one of them says
     ``why``."""
     from hpclab import plots, reference
-    from hpclab.chapters.mpilibs import sweep
 
     h = reference.load("hamburg_hpcc")
-    fixed = {"ranks": f"{sweep.RANKS}", "report_nodes": f"{int(h['nodes'].iloc[0])}",
+    fixed = {"ranks": f"{RANKS}", "report_nodes": f"{int(h['nodes'].iloc[0])}",
              "report_ranks": f"{int(h['ranks'].iloc[0])}"}
-    keys = ["machine", "libraries_words", "skipped_words", "pingpong_flips", "exchange_flips",
-            "allreduce_flips", "ring_flips", "placement_words", "hockney_notes"]
+    keys = ["machine", "settings_words", "libraries_words", "skipped_words", "pingpong_flips",
+            "exchange_flips", "allreduce_flips", "ring_flips", "placement_words", "hockney_notes"]
     if run is None:
         return {**{k: why if k == "libraries_words" else "" for k in keys}, **fixed}
     df, meta = run
@@ -230,17 +244,30 @@ def numbers(run, why=""):
     out["libraries_words"] = "Measured: " + ", ".join(
         f"{i['name']} ({i['version']})" for i in libs.values()) + "."
     skipped, failed = meta.get("skipped") or {}, meta.get("failed") or {}
-    reasons = sweep.reasons
-    out["skipped_words"] = " ".join(
-        [f"Not measured: {reasons(skipped)}." if skipped else ""]
-        + [f"Stopped during the sweep, its records until then kept: {reasons(failed)}."
-           if failed else ""]) or "Every library set up here ran to the end."
+    said = [f"Not measured: {reasons(skipped)}." if skipped else "",
+            f"Stopped during the sweep, its records until then kept: {reasons(failed)}."
+            if failed else ""]
+    out["skipped_words"] = (" ".join(w for w in said if w)
+                            or "Every library set up here ran to the end.")
+    out["settings_words"] = settings_words(meta)
     for test, label in (("pingpong", "PingPong"), ("exchange", "Exchange"),
                         ("allreduce", "Allreduce"), ("ring", "the ring")):
         out[f"{test}_flips"] = flips_words(ranking(df, test), label)
     out["placement_words"] = "Binding to cores against none, PingPong: " + placement_words(df)
     out["hockney_notes"] = hockney_notes(df)
     return out
+
+
+def settings_words(meta) -> str:
+    """The MPI settings the run had in its environment, in words (they change how a waiting
+    rank polls or which transport it takes, and so the times), or none."""
+    found = meta.get("mpi_settings") or {}
+    if not found:
+        return "No MPI setting was given in the environment: each library ran as installed."
+    listed = ", ".join(f"`{k}={v}`" for k, v in sorted(found.items()))
+    return (f"The run had these MPI settings in its environment: {listed}. They change how a "
+            "waiting rank polls or which transport it takes, so the times are those of the "
+            "libraries so set, not as installed.")
 
 
 def _interval_text(value, low, high, digits=3):

@@ -15,20 +15,12 @@ import random
 import sys
 
 from hpclab.chapters.mpilibs import libraries
+from hpclab.chapters.mpilibs.declaration import KERNEL
 
 NAME = "mpilibs"
 TESTS = ("pingpong", "ring", "exchange", "allreduce")
 RANKS = 2
-PROFILES = {
-    # sizes in bytes; a batch's operations scale down with the size (and by ``scale``)
-    # quick: seven sizes, so that Hockney's model has three on each side of a switch
-    "quick": {"sizes": [8, 64, 512, 4096, 32768, 262144, 1048576], "tests": list(TESTS),
-              "repetitions": 3, "rounds": 2, "scale": 20, "timeout": 120},
-    "standard": {"sizes": [2**k for k in range(0, 23)], "tests": list(TESTS),
-                 "repetitions": 10, "rounds": 3, "scale": 1, "timeout": 600},
-    "full": {"sizes": [2**k for k in range(0, 25)], "tests": list(TESTS), "repetitions": 20,
-             "rounds": 5, "scale": 1, "timeout": 1200},
-}
+PROFILES = KERNEL.profiles  # the declaration's (quick, standard, full)
 
 
 class SweepError(RuntimeError):
@@ -111,14 +103,21 @@ def records_of(slug, placement, rnd, header, results):
     return out
 
 
-def run(profile="quick", slugs=None, root=None, setup=True, progress=print):
+def run(profile="quick", slugs=None, root=None, setup=True, progress=print, timeout=None,
+        tests=None):
     """Set up (unless ``setup`` is False: only the libraries installed), then measure. Returns a
-    :class:`hpclab.records.Run`; its metadata lists the libraries measured and skipped."""
+    :class:`hpclab.records.Run`; its metadata lists the libraries measured and skipped.
+    ``timeout``: seconds for any one launch of the program; ``tests``: some of :data:`TESTS`
+    (default: the profile's)."""
     from hpclab import launch, records
 
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}: choose from {', '.join(PROFILES)}")
-    settings = PROFILES[profile]
+    unknown = sorted(set(tests or ()) - set(TESTS))
+    if unknown or (tests is not None and not tests):
+        raise ValueError(f"unknown test(s) {unknown or tests}: choose from {', '.join(TESTS)}")
+    settings = {**PROFILES[profile], **({"timeout": timeout} if timeout else {}),
+                **({"tests": list(tests)} if tests else {})}
     # without setup, the libraries already installed (their program rebuilt if its
     # source changed: a local compile, nothing downloaded)
     ready, skipped = libraries.setup_all(slugs, root, progress, install=setup)

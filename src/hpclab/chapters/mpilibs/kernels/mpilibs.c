@@ -5,7 +5,9 @@
  * SYNOPSIS
  *   mpiexec -n P mpilibs TEST REPETITIONS WARMUP BYTES:ITERATIONS [BYTES:ITERATIONS ...]
  *   TEST: pingpong (ranks 0 and 1; the others wait), ring (every rank sends to its right and
- *   left neighbours at once, nonblocking, HPCC's naturally ordered ring), exchange (IMB's
+ *   left neighbours at once, nonblocking, HPCC's naturally ordered ring), randomring (the same
+ *   on a ring of the ranks in a random order, HPCC's randomly ordered ring: one order drawn
+ *   from a fixed seed, the same on every rank, printed in the header), exchange (IMB's
  *   Exchange: two nonblocking sends, then two blocking receives), allreduce (a sum of
  *   BYTES / 8 doubles).
  *
@@ -32,10 +34,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { PINGPONG, RING, EXCHANGE, ALLREDUCE, NTESTS };
-static const char *NAMES[NTESTS] = {"pingpong", "ring", "exchange", "allreduce"};
+enum { PINGPONG, RING, EXCHANGE, ALLREDUCE, RANDOMRING, NTESTS };
+static const char *NAMES[NTESTS] = {"pingpong", "ring", "exchange", "allreduce", "randomring"};
 
 static int rank, size;
+static int test = -1;
+static int *ring;           /* the ring's order of the ranks (randomring; else 0, 1, ...) */
+static int left, right;     /* this rank's neighbours on it */
 static int fault; /* HPCLAB_MPILIBS_FAULT=1: rank 1 corrupts its checked messages (a test hook) */
 
 static char problem[256]; /* the first thing this rank found wrong */
@@ -81,11 +86,36 @@ static void check(const unsigned char *b, int from, long nbytes, long it)
             fail("a message arrived with wrong content", nbytes, it);
 }
 
-/* one operation of a test, iteration it; check: verify what arrived */
-static void step(int test, long nbytes, long it, unsigned char *s, unsigned char *r1,
-                 unsigned char *r2, double *x, double *y, int check_it)
+/* the ring of the ranks: in their order, or (randomring) in one drawn from a fixed seed by
+ * the same Fisher-Yates shuffle on every rank; left and right are this rank's neighbours */
+static void make_ring(void)
 {
-    const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    unsigned long long x = 2014;
+    int at = 0;
+
+    ring = malloc((size_t)size * sizeof *ring);
+    for (int p = 0; p < size; p++)
+        ring[p] = p;
+    for (int p = size - 1; test == RANDOMRING && p > 0; p--) {
+        int j, t;
+
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL; /* Knuth's MMIX LCG */
+        j = (int)((x >> 33) % (unsigned long long)(p + 1));
+        t = ring[p];
+        ring[p] = ring[j];
+        ring[j] = t;
+    }
+    for (int p = 0; p < size; p++)
+        if (ring[p] == rank)
+            at = p;
+    right = ring[(at + 1) % size];
+    left = ring[(at + size - 1) % size];
+}
+
+/* one operation of a test, iteration it; check: verify what arrived */
+static void step(long nbytes, long it, unsigned char *s, unsigned char *r1, unsigned char *r2,
+                 double *x, double *y, int check_it)
+{
     MPI_Request q[4];
 
     switch (test) {
@@ -107,6 +137,7 @@ static void step(int test, long nbytes, long it, unsigned char *s, unsigned char
         }
         break;
     case RING: /* HPCC's ring: both receives posted, a send to each side, all at once */
+    case RANDOMRING:
         if (check_it)
             fill(s, rank, nbytes, it);
         MPI_Irecv(r1, (int)nbytes, MPI_BYTE, left, 1, MPI_COMM_WORLD, &q[0]);
@@ -182,6 +213,9 @@ static void placement(void)
                version, major, minor, size);
         for (int p = 0; p < size; p++)
             printf("%s[%s]", p ? ", " : "", all + (size_t)p * sizeof mine);
+        printf("], \"ring\": [");
+        for (int p = 0; p < size; p++)
+            printf("%s%d", p ? ", " : "", ring[p]);
         printf("]}\n");
         fflush(stdout);
         free(all);
@@ -190,7 +224,7 @@ static void placement(void)
 
 int main(int argc, char **argv)
 {
-    int test = -1, reps, warmup;
+    int reps, warmup;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -203,7 +237,8 @@ int main(int argc, char **argv)
     warmup = argc > 3 ? atoi(argv[3]) : -1;
     if (test < 0 || reps < 1 || warmup < 0 || argc < 5 || (test == PINGPONG && size < 2)) {
         if (rank == 0)
-            printf("{\"error\": \"usage: mpiexec -n P mpilibs pingpong|ring|exchange|allreduce "
+            printf("{\"error\": \"usage: mpiexec -n P mpilibs pingpong|ring|exchange|allreduce|"
+                   "randomring "
                    "REPETITIONS WARMUP BYTES:ITERATIONS ... (pingpong: P >= 2)\"}\n");
         MPI_Finalize();
         return 1;
@@ -220,6 +255,7 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    make_ring();
     placement();
     for (int a = 4; a < argc; a++) {
         long nbytes, iters;
@@ -241,7 +277,7 @@ int main(int argc, char **argv)
         memset(s, 0, (size_t)nbytes + 1);
         set_x(x, nbytes);
         for (long it = 0; it < warmup; it++)
-            step(test, nbytes, it, s, r1, r2, x, y, it == warmup - 1);
+            step(nbytes, it, s, r1, r2, x, y, it == warmup - 1);
         if (warmup && failed_together()) {
             MPI_Finalize();
             return 2;
@@ -252,10 +288,10 @@ int main(int argc, char **argv)
             MPI_Barrier(MPI_COMM_WORLD);
             t0 = MPI_Wtime();
             for (long it = 0; it < iters; it++)
-                step(test, nbytes, it, s, r1, r2, x, y, 0);
+                step(nbytes, it, s, r1, r2, x, y, 0);
             t0 = MPI_Wtime() - t0;
             /* the batch's last operation again, checked (not timed) */
-            step(test, nbytes, iters, s, r1, r2, x, y, 1);
+            step(nbytes, iters, s, r1, r2, x, y, 1);
             if (failed_together()) {
                 MPI_Finalize();
                 return 2;
@@ -272,6 +308,7 @@ int main(int argc, char **argv)
         free(x);
         free(y);
     }
+    free(ring);
     MPI_Finalize();
     return 0;
 }
