@@ -209,3 +209,18 @@ def test_the_products_a_lab_times_alone_are_the_solvers_own(interleave):
         t.free()
     assert np.isclose(pq, want, rtol=1e-12) and np.allclose(q[1:-1, 1:-1], want_q)
     assert stamps[0] <= stamps[1] <= stamps[2]
+
+
+def test_report_002s_hpcg_is_said_from_its_dataset():
+    """The Poisson page's HPCG sentence comes from report 002's Table 6.1 (hamburg_hpcg), not
+    from typed numbers: its range, its best size and their spread."""
+    from hpclab import reference
+    from hpclab.chapters.poisson import analysis as px
+
+    h = reference.load("hamburg_hpcg")
+    words = px.hpcg_words(h)
+    assert f"{h['gflops'].min():.1f} to {h['gflops'].max():.1f} GFLOP/s" in words
+    assert f"the best at {h.loc[h['gflops'].idxmax(), 'problem_size']}" in words
+    assert "from 104x104x104 to 192x192x192" in words
+    changed = h.assign(gflops=h["gflops"] * 2)
+    assert f"{changed['gflops'].max():.1f} GFLOP/s" in px.hpcg_words(changed)

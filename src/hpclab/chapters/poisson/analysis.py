@@ -592,3 +592,25 @@ def simulated_words(sp, n, spec, sc):
                  "in the model, so the speed-up within a node is an upper bound, not a "
                  "prediction.")
     return "\n".join(lines)
+
+
+def hpcg_words(h: pd.DataFrame) -> str:
+    """Report 002's HPCG results (Table 6.1, ``hamburg_hpcg``) in words: the range of its rates
+    over the problem sizes (per process, as HPCG's input gives them), the best, and their
+    spread."""
+    best = h.loc[h["gflops"].idxmax()]
+    low, high = float(h["gflops"].min()), float(h["gflops"].max())
+    sizes = h["problem_size"].tolist()
+    return (f"Report 002's team ran HPCG, a conjugate gradient with a multigrid "
+            f"preconditioner, on its cluster at {len(sizes)} problem sizes per process from "
+            f"{min(sizes, key=_cube)} to {max(sizes, key=_cube)}: it reached {low:.1f} to "
+            f"{high:.1f} GFLOP/s, the best at {best['problem_size']}, and the rates lie "
+            f"{(high - low) / high * 100:.1f}% apart")
+
+
+def _cube(size: str) -> int:
+    """The points of a problem size written 'NxNxN'."""
+    out = 1
+    for n in size.split("x"):
+        out *= int(n)
+    return out
