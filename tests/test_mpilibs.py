@@ -369,3 +369,27 @@ def test_the_random_ring_is_the_same_ring_in_another_order(program):
     assert res.returncode == 0, res.stdout + res.stderr
     assert sorted(lines[0]["ring"]) == [0, 1, 2, 3]
     assert {x["test"] for x in lines[1:]} == {"randomring"}
+
+
+def test_a_machine_of_one_socket_says_it_cannot_show_socket_binding():
+    from hpclab.chapters.mpilibs import analysis
+
+    assert "not measured: this machine has one socket" in analysis.socket_words(
+        {"machine": {"sockets": 1}})
+    assert "has 2 sockets" in analysis.socket_words({"machine": {"sockets": 2}})
+    assert "unreported" in analysis.socket_words({})
+
+
+def test_the_page_shows_how_each_library_is_asked_and_report_002s_table_5_2():
+    from hpclab.chapters.mpilibs import analysis
+
+    spell = analysis.placement_spellings()
+    assert list(spell.index) == ["MPICH", "Open MPI", "Intel MPI"]
+    assert spell.loc["Open MPI", "bound to cores"] == "--bind-to core"
+    assert "I_MPI_PIN_DOMAIN=core" in spell.loc["Intel MPI", "bound to cores"]
+    t = analysis.report_binding_table().set_index("option")
+    assert t.loc["--bind-to", "Open MPI default"] == "core"
+    assert t.loc["--bind-to", "objects it takes"] == \
+        "slot, hwthread, core, socket, numa, board, node"
+    html = analysis.whole_html(t.reset_index()).data
+    assert "by core for at most 2 processes, by socket for more" in html and "..." not in html

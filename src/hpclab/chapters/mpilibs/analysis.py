@@ -235,7 +235,8 @@ def numbers(run, why=""):
     fixed = {"ranks": f"{RANKS}", "report_nodes": f"{int(h['nodes'].iloc[0])}",
              "report_ranks": f"{int(h['ranks'].iloc[0])}"}
     keys = ["machine", "settings_words", "libraries_words", "skipped_words", "pingpong_flips",
-            "exchange_flips", "allreduce_flips", "ring_flips", "placement_words", "hockney_notes"]
+            "exchange_flips", "allreduce_flips", "ring_flips", "placement_words", "hockney_notes",
+            "socket_words"]
     if run is None:
         return {**{k: why if k == "libraries_words" else "" for k in keys}, **fixed}
     df, meta = run
@@ -250,12 +251,60 @@ def numbers(run, why=""):
     out["skipped_words"] = (" ".join(w for w in said if w)
                             or "Every library set up here ran to the end.")
     out["settings_words"] = settings_words(meta)
+    out["socket_words"] = socket_words(meta)
     for test, label in (("pingpong", "PingPong"), ("exchange", "Exchange"),
                         ("allreduce", "Allreduce"), ("ring", "the ring")):
         out[f"{test}_flips"] = flips_words(ranking(df, test), label)
     out["placement_words"] = "Binding to cores against none, PingPong: " + placement_words(df)
     out["hockney_notes"] = hockney_notes(df)
     return out
+
+
+def socket_words(meta) -> str:
+    """Why binding to sockets (report 002's Table 5.2 has it) is or is not among the
+    placements, from the machine the run was on."""
+    sockets = (meta.get("machine") or {}).get("sockets")
+    if sockets == 1:
+        return ("Binding to sockets is not measured: this machine has one socket, so each rank "
+                "bound to it could run on any core, as unbound; a machine of two sockets could "
+                "show what placing the two ranks on one socket or on two changes.")
+    return (f"Binding to sockets is not among the placements measured (this machine has "
+            f"{sockets if sockets else 'an unreported number of'} sockets); the two ranks ran "
+            "unbound and bound to cores.")
+
+
+def placement_spellings() -> pd.DataFrame:
+    """How this chapter asks each library for each placement: its mpiexec options or the
+    environment it sets (libraries.LIBRARIES), one row per library."""
+    rows = []
+    for lib in libraries.LIBRARIES.values():
+        row = {"library": lib.name}
+        for placement, label in (("none", "unbound"), ("core", "bound to cores")):
+            args = " ".join(lib.placement_args.get(placement, ()))
+            env = " ".join(f"{k}={v}" for k, v in lib.placement_env.get(placement, {}).items())
+            row[label] = " ".join(x for x in (args, env) if x) or "(nothing)"
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("library")
+
+
+def report_binding_table() -> pd.DataFrame:
+    """Report 002's Table 5.2: Open MPI's mapping and binding options and the defaults of
+    Open MPI and MVAPICH2, as the reference dataset holds them (its lists of objects are
+    longer than a pandas cell shows: a page shows it with :func:`whole_html`)."""
+    from hpclab import reference
+
+    t = reference.load("hamburg_binding_options").fillna("")
+    t = t.assign(objects=t["objects"].str.replace(";", ", "))
+    return t.drop(columns="source").rename(columns={
+        "objects": "objects it takes", "openmpi_default": "Open MPI default",
+        "mvapich2_default": "MVAPICH2 default"})
+
+
+def whole_html(df: pd.DataFrame):
+    """A table for a page with every cell whole (pandas' display cuts long text to '...')."""
+    from IPython.display import HTML
+
+    return HTML(df.to_html(index=False))
 
 
 def settings_words(meta) -> str:

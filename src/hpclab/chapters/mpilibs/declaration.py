@@ -33,6 +33,6 @@ KERNEL = Kernel(
                  "rounds": 5, "scale": 1, "timeout": 1200},
     },
     inputs={},
-    lab_needs=("2 cores, and the three MPI libraries of `make mpilibs` (each its own "
-               "environment); SimGrid's SMPI for its simulated cluster"),
+    lab_needs=("2 cores, and the three MPI libraries that make mpilibs sets up, each in its "
+               "own environment; SimGrid's SMPI for its simulated cluster"),
 )

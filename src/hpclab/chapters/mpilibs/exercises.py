@@ -37,11 +37,12 @@ def _sse(sizes, times, weighted=True, line=None):
     return float(np.sum((r / times) ** 2 if weighted else r**2))
 
 
-def _split(sizes, times, min_points=3, weighted=True, line=None):
+def _split(sizes, times, min_points=3, weighted=True, line=None, last=True):
     """The index of the first size above the best split; ``weighted``: scored by the errors
-    relative to each time (else absolute ones), each segment fitted by ``line``."""
+    relative to each time (else absolute ones), each segment fitted by ``line``; ``last``:
+    the split that leaves ``min_points`` sizes above is tried too (a loop one short is not)."""
     best = None
-    for i in range(min_points, len(sizes) - min_points + 1):
+    for i in range(min_points, len(sizes) - min_points + (1 if last else 0)):
         sse = (_sse(sizes[:i], times[:i], weighted, line)
                + _sse(sizes[i:], times[i:], weighted, line))
         if best is None or sse < best[0]:
@@ -138,7 +139,8 @@ def split_check(split_fit, hockney_line=None, seeds=(4, 5, 6, 7, 8)) -> dict:
             "switch": float(s[i]), "last_below": float(s[i - 1]),
             "below": fit(s[:i], t[:i]), "above": fit(s[i:], t[i:]),
             "absolute": float(s[_split(s, t, weighted=False, line=line)]),
-            "short": float(s[_split(s, t, min_points=2, line=line)])})
+            "short": float(s[_split(s, t, min_points=2, line=line)]),
+            "one_short": float(s[_split(s, t, line=line, last=False)])})
     s, t = synthetic_pingpong(9)
     out["min_points_5"] = {"got": _call(split_fit, s.copy(), t.copy(), 5),
                            "switch": float(s[_split(s, t, min_points=5, line=line)]),
