@@ -393,3 +393,15 @@ def test_the_page_shows_how_each_library_is_asked_and_report_002s_table_5_2():
         "slot, hwthread, core, socket, numa, board, node"
     html = analysis.whole_html(t.reset_index()).data
     assert "by core for at most 2 processes, by socket for more" in html and "..." not in html
+
+
+def test_report_002s_libraries_and_stream_are_read_from_their_datasets():
+    from hpclab import reference
+    from hpclab.chapters.mpilibs import analysis
+
+    t = analysis.report_libraries_table()
+    assert list(t["implementation"])[:4] == ["Open MPI", "MPICH2", "MVAPICH2", "Intel MPI"]
+    st = reference.load("hamburg_hpcc_stream").set_index("op")
+    words = analysis.report_stream_words()
+    assert f"Triad {st.loc['triad', 'single_GBps']:.2f} GB/s for one process alone" in words
+    assert f"drew {st.loc['triad', 'star_GBps'] * 20:.0f} GB/s" in words

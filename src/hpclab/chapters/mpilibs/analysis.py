@@ -307,6 +307,38 @@ def whole_html(df: pd.DataFrame):
     return HTML(df.to_html(index=False))
 
 
+def report_libraries_table() -> pd.DataFrame:
+    """Report 002's Table 5.1, the libraries its team compared on paper, as the reference
+    dataset holds it."""
+    from hpclab import reference
+
+    t = reference.load("hamburg_mpi_libraries").drop(columns="source")
+    return t.rename(columns={"open_source": "open source",
+                             "infiniband_support": "InfiniBand",
+                             "last_stable_release": "last release",
+                             "release_date": "released", "mpi3_support": "MPI-3"})
+
+
+def report_stream_words() -> str:
+    """Report 002's HPCC STREAM (Section 6.6) in words: Triad per process alone and all at
+    once, what a node's processes drew together, and its largest ping-pong bandwidth against
+    one process's copy."""
+    from hpclab import reference
+
+    st = reference.load("hamburg_hpcc_stream").set_index("op")
+    h = reference.load("hamburg_hpcc").set_index("quantity")["value"]
+    triad = st.loc["triad"]
+    per_node = int(triad["cores_per_node"])
+    ping = h["MaxPingPongBandwidth"]
+    copy = st.loc["copy", "single_GBps"]
+    return (f"Its HPCC STREAM on the same {int(triad['ranks'])} processes: Triad "
+            f"{triad['single_GBps']:.2f} GB/s for one process alone (SingleSTREAM) and "
+            f"{triad['star_GBps']:.2f} GB/s each when all run at once (StarSTREAM), so the "
+            f"{per_node} processes of a node drew {triad['star_GBps'] * per_node:.0f} GB/s "
+            f"together. Its largest ping-pong bandwidth, {ping:.2f} GB/s, is "
+            f"{ping / copy:.2f} of what one process copies alone ({copy:.2f} GB/s)")
+
+
 def settings_words(meta) -> str:
     """The MPI settings the run had in its environment, in words (they change how a waiting
     rank polls or which transport it takes, and so the times), or none."""
