@@ -405,3 +405,21 @@ def test_report_002s_libraries_and_stream_are_read_from_their_datasets():
     words = analysis.report_stream_words()
     assert f"Triad {st.loc['triad', 'single_GBps']:.2f} GB/s for one process alone" in words
     assert f"drew {st.loc['triad', 'star_GBps'] * 20:.0f} GB/s" in words
+
+
+def test_a_stale_program_in_a_folder_that_cannot_be_written_says_run_make_mpilibs(
+        tmp_path, monkeypatch):
+    """In the grading sandbox .mpilibs is read-only: a program older than its source is
+    not rebuilt there but named, with what to do."""
+    import os as _os
+
+    prefix = tmp_path / "mpich"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "bin" / "mpicc").write_text("")
+    (prefix / "bin" / "python").write_text("")
+    (prefix / ".hpclab-packages").write_text(" ".join(libraries.get("mpich").packages) + "\n")
+    real = _os.access
+    monkeypatch.setattr(libraries.os, "access",
+                        lambda p, mode: False if mode == _os.W_OK else real(p, mode))
+    why = libraries.setup("mpich", root=tmp_path, progress=lambda m: None, install=False)
+    assert "cannot be written here" in why and "run make mpilibs" in why

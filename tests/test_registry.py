@@ -59,7 +59,7 @@ def test_a_chapter_of_its_own_programs_is_not_built_checked_or_run_as_an_extensi
         assert cli.main(["run", "mpilibs", "--profile", "quick", "--out", "x"]) == 0
     finally:
         sweep.main = original
-    assert calls == [["--profile", "quick", "--out", "x"]]
+    assert calls == [["--profile", "quick", "--out", "x", "--no-setup"]]
 
 
 def test_declared_limits_match_the_compiled_ones():

@@ -139,9 +139,15 @@ def _run(args):
 
     if not registry.get(args.experiment).extension:
         # a chapter of programs of its own (the MPI libraries): its sweep starts each one under
-        # its own launcher, so it runs here, not under mpiexec
+        # its own launcher, so it runs here, not under mpiexec, and measures what is set up
+        if any(k in os.environ for k in ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE",
+                                         "PMIX_RANK")):
+            print(f"error: {args.experiment} starts its own programs under each library's "
+                  "launcher: run `python -m hpclab run "
+                  f"{args.experiment}` without mpiexec or srun", file=sys.stderr)
+            return 2
         return chapters.sweep(args.experiment).main(
-            ["--profile", args.profile or profiles.name(), "--out", args.out])
+            ["--profile", args.profile or profiles.name(), "--out", args.out, "--no-setup"])
 
     from hpclab.launch import THREAD_LEVEL
 

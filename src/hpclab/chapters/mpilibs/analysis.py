@@ -188,10 +188,25 @@ def measurement(profile=None, progress=False):
     try:
         done = run(profile, setup=False, progress=print if progress else (lambda m: None))
     except SweepError as exc:
-        return None, (f"Nothing was measured on this machine: {exc}. `make mpilibs` sets the "
-                      "libraries up and measures them.")
+        why = (f"Nothing was measured on this machine: {exc}. `make mpilibs` sets the "
+               "libraries up and measures them.")
+        _nothing_measured("data", why)
+        return None, why
     done.save(publish="data")
     return done, ""
+
+
+def _nothing_measured(folder, why):
+    """The page's data files when nothing was measured: no rows, and the metadata says why
+    (the page offers them for download either way)."""
+    import json
+    from pathlib import Path
+
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{NAME}-records.csv").write_text(",".join(KEYS + ["metric", "value"]) + "\n")
+    (out / f"{NAME}-records.json").write_text(json.dumps(
+        {"experiment": NAME, "measured": False, "why": why}, indent=1) + "\n")
 
 
 def pingpong_figure(run, placement="core"):

@@ -139,6 +139,10 @@ def setup(slug: str, root=None, progress=print, install=True) -> str | None:
             return why
         stamp.write_text(wanted + "\n")
         lib.program(root).unlink(missing_ok=True)  # built against the library replaced
+    if not os.access(prefix / "bin", os.W_OK):
+        return (f"its program is missing or older than {SOURCE.name}, and {prefix} cannot be "
+                "written here (the grading sandbox mounts it read-only): run make mpilibs "
+                "where it can, then run this again")
     progress(f"{lib.name}: compiling {SOURCE.name} with its mpicc")
     return _run([str(prefix / "bin" / "mpicc"), "-O2", "-std=c99", "-o",
                  str(lib.program(root)), str(SOURCE)], env, f"compiling with {lib.name}'s mpicc")

@@ -122,9 +122,9 @@ def exchange_words(table):
         parts.append(f"on {nprocs} ranks of {nodes} nodes the simulated time is "
                      + " and ".join(bits) + " published time")
     return ("Over the sizes of report 002's Table 5.3, " + "; ".join(parts) + ". The simulated "
-            "network is the vendor's reference, with no protocol, no copy and no contention "
-            "in a node: a ratio under 1 leaves room for what the model leaves out, a ratio over "
-            "1 says the model's wire is slower than the report's run had")
+            "network is the vendor's reference, with no protocol and no copy in a node: a ratio "
+            "under 1 leaves room for what the model leaves out, a ratio over 1 is a model "
+            "slower than the report's run")
 
 
 def exchange_figure(table):

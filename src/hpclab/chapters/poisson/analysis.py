@@ -604,8 +604,8 @@ def hpcg_words(h: pd.DataFrame) -> str:
     return (f"Report 002's team ran HPCG, a conjugate gradient with a multigrid "
             f"preconditioner, on its cluster at {len(sizes)} problem sizes per process from "
             f"{min(sizes, key=_cube)} to {max(sizes, key=_cube)}: it reached {low:.1f} to "
-            f"{high:.1f} GFLOP/s, the best at {best['problem_size']}, and the rates lie "
-            f"{(high - low) / high * 100:.1f}% apart")
+            f"{high:.1f} GFLOP/s, the highest at {best['problem_size']}, and the rates, single "
+            f"runs without intervals, lie {(high - low) / high * 100:.1f}% apart")
 
 
 def _cube(size: str) -> int:
