@@ -62,6 +62,14 @@ def test_a_chapter_of_its_own_programs_is_not_built_checked_or_run_as_an_extensi
     assert calls == [["--profile", "quick", "--out", "x", "--no-setup"]]
 
 
+def test_a_chapter_of_its_own_programs_refuses_to_run_under_a_launcher(monkeypatch, capsys):
+    from hpclab import cli
+
+    monkeypatch.setenv("PMI_RANK", "0")
+    assert cli.main(["run", "mpilibs", "--profile", "quick", "--out", "x"]) == 2
+    assert "without mpiexec or srun" in capsys.readouterr().err
+
+
 def test_declared_limits_match_the_compiled_ones():
     from hpclab.chapters.stream import kernels as stream
 

@@ -140,8 +140,9 @@ def _run(args):
     if not registry.get(args.experiment).extension:
         # a chapter of programs of its own (the MPI libraries): its sweep starts each one under
         # its own launcher, so it runs here, not under mpiexec, and measures what is set up
-        if any(k in os.environ for k in ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE",
-                                         "PMIX_RANK")):
+        from hpclab import ranks
+
+        if ranks.started_by_launcher():
             print(f"error: {args.experiment} starts its own programs under each library's "
                   "launcher: run `python -m hpclab run "
                   f"{args.experiment}` without mpiexec or srun", file=sys.stderr)

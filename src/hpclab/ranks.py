@@ -84,9 +84,14 @@ def usable_cores() -> int:
     slurm = os.environ.get("SLURM_CPUS_ON_NODE", "")
     if slurm.isdigit() and int(slurm) > 0:
         return int(slurm)
-    if any(v in os.environ for v in _RANK_VARIABLES):
+    if started_by_launcher():
         return max(own, _affinity_of(os.getppid()) or 0)
     return own
+
+
+def started_by_launcher() -> bool:
+    """Whether this process is a rank an MPI launcher started (its variables are set)."""
+    return any(v in os.environ for v in _RANK_VARIABLES)
 
 
 def srun_mpi_plugin():
