@@ -22,15 +22,22 @@ endif
 # the environment's mpicc and mpiexec come first
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: setup book lint test test-openmpi lab release grade export report roster duedate formgrader \
-  readme bench labtimes clean distclean help
+.PHONY: setup book lab bench clean distclean help
+# >>> instructors (left out of a student release: make student-release)
+.PHONY: lint test test-openmpi release grade export report roster duedate formgrader readme \
+  labtimes student-release
+# <<< instructors
 
 # help:: (double-colon) so that a chapter's chapter.mk adds its own lines after these
 help::
 	@echo "make book      build the site (measures this machine; PROFILE=quick|standard|full)"
+	@echo "make lab       open the lab notebooks in JupyterLab"
+	@echo "make bench     our kernels and outside references side by side (see README)"
+	@echo "make setup     only create .venv and build the kernels (MPI=system: use your mpicc)"
+# >>> instructors (left out of a student release: make student-release)
+help::
 	@echo "make test      run the lint and the test suite (what CI runs)"
 	@echo "make lint      ruff (style, likely bugs, import order) and mypy (types), as configured in pyproject.toml"
-	@echo "make lab       open the lab notebooks in JupyterLab"
 	@echo "make release   regenerate labs/ from solutions/ (instructors)"
 	@echo "make grade     autograde new or changed submissions in autograder/submitted/<student>/<lab>"
 	@echo "               (LAB=<lab> STUDENT=<id>: only those; FORCE=1: grade again;"
@@ -41,10 +48,10 @@ help::
 	@echo "make duedate LAB=<lab> DUE='2026-12-01 17:00:00 Europe/Rome'   a lab's due date"
 	@echo "make formgrader  open nbgrader's formgrader on this course (manual grading)"
 	@echo "make readme    the README's list of chapters, from their declarations"
-	@echo "make bench     our kernels and outside references side by side (see README)"
 	@echo "make labtimes  how long each lab's cells take on this machine (PROFILE=standard)"
-	@echo "make setup     only create .venv and build the kernels (MPI=system: use your mpicc)"
 	@echo "make test-openmpi  the kernel, CLI and launch tests again under the system's Open MPI"
+	@echo "make student-release DEST=<folder>  what students get: no solutions, hidden tests or grading"
+# <<< instructors
 
 setup: $(STAMP)
 
@@ -85,6 +92,7 @@ book: $(STAMP)
 	  $(BIN)/jupyter-book build --all -W -n --keep-going .
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 
+# >>> instructors (left out of a student release: make student-release)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
@@ -136,6 +144,7 @@ test-openmpi:
 	cd $(OMPI_DIR) && PATH=$(abspath $(OMPI_DIR))/.venv/bin:$$PATH $(YIELD_ENV) \
 	  MPIEXEC=$$(command -v mpiexec.openmpi) HPCLAB_PROFILE=quick \
 	  .venv/bin/python -m pytest -p no:cacheprovider $(OMPI_TESTS) -k "$(OMPI_SKIP)"
+# <<< instructors
 
 # JupyterLab refuses to start as root unless told; containers and lab machines often are root
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
@@ -143,6 +152,7 @@ lab: $(STAMP)
 	@$(if $(ALLOW_ROOT),echo "running as root (a container?): starting JupyterLab with --allow-root")
 	$(BIN)/jupyter lab labs/ $(ALLOW_ROOT)
 
+# >>> instructors (left out of a student release: make student-release)
 release: $(STAMP)
 	$(BIN)/python autograder/grade.py release
 
@@ -172,24 +182,31 @@ formgrader: $(STAMP)
 	cd $(CURDIR)/autograder && $(abspath $(BIN))/jupyter lab --ServerApp.root_dir=$(CURDIR) \
 	  --LabApp.default_url=/formgrader $(ALLOW_ROOT)
 
-# every kernel's bench, then grading's (a generated class of 40 correct submissions, one at a
-# time and side by side); references given on the command line (make bench OSU=... IMB=...
-# STREAM_C=...) reach it through the environment
 # the README's list of chapters, from the chapters' declarations (a test checks it is current)
 readme: $(STAMP)
 	$(BIN)/python -c "from hpclab import chapters; chapters.write_readme('README.md')"
+
+# what students get (DEST=<folder>): this repository without solutions, hidden tests, the
+# grading or the test suite; this README and Makefile without their instructors' parts
+student-release:
+	@test -n "$(DEST)" || { echo "make student-release DEST=<folder outside this repository>"; exit 1; }
+	$(PYTHON) autograder/student_release.py "$(DEST)"
+
+# how long each lab's cells take here, in the default profile (a timing: never a test)
+labtimes: $(STAMP)
+	$(BIN)/python autograder/labtimes.py --profile $(PROFILE)
+# <<< instructors
 
 # a chapter's own targets (its chapter.mk: a target named for the chapter, its help lines
 # under help::, its folders to remove in DISTCLEAN_MORE)
 include $(wildcard src/hpclab/chapters/*/chapter.mk)
 
+# every kernel's bench, then grading's where the grader is (a generated class of 40 correct
+# submissions, one at a time and side by side); references given on the command line (make
+# bench OSU=... IMB=... STREAM_C=...) reach it through the environment
 bench: $(STAMP)
 	$(BIN)/python -m hpclab.bench
-	$(BIN)/python autograder/bench.py
-
-# how long each lab's cells take here, in the default profile (a timing: never a test)
-labtimes: $(STAMP)
-	$(BIN)/python autograder/labtimes.py --profile $(PROFILE)
+	@if [ -f autograder/bench.py ]; then $(BIN)/python autograder/bench.py; fi
 
 clean:
 	rm -rf _build build src/*.egg-info autograder/autograded autograder/feedback autograder/grades.csv \

@@ -237,17 +237,12 @@ def reference_loop(comm, sendbuf, recvbuf, iterations):
     the batches alone."""
     from mpi4py import MPI
 
-    rank = comm.Get_rank()
+    from hpclab.chapters.pingpong.kernels._python import buffer_round_trips
+
     comm.Barrier()
-    t0 = MPI.Wtime()
-    for _ in range(iterations):
-        if rank == 0:
-            comm.Send(sendbuf, dest=1, tag=0)
-            comm.Recv(recvbuf, source=1, tag=0)
-        elif rank == 1:
-            comm.Recv(recvbuf, source=0, tag=0)
-            comm.Send(sendbuf, dest=0, tag=0)
-    return (MPI.Wtime() - t0) / (2 * iterations)
+    start = MPI.Wtime()
+    buffer_round_trips(comm, sendbuf, recvbuf, iterations, tag=0)
+    return (MPI.Wtime() - start) / (2 * iterations)
 
 
 def _batches_on_rank(batches, nbytes, warmup, iterations, repetitions, ticking):

@@ -35,6 +35,20 @@ def _check_received(got, expected, rep, nbytes):
             f"expected {expected[bad]}")
 
 
+def buffer_round_trips(comm, send, recv, n, tag=TAG):
+    """``n`` round trips between ranks 0 and 1 with the buffer API: rank 0 sends ``send`` and
+    receives into ``recv``, rank 1 the other way round; other ranks do nothing."""
+    rank = comm.Get_rank()
+    if rank == 0:
+        for _ in range(n):
+            comm.Send(send, 1, tag)
+            comm.Recv(recv, 1, tag)
+    elif rank == 1:
+        for _ in range(n):
+            comm.Recv(recv, 0, tag)
+            comm.Send(send, 0, tag)
+
+
 def run_python(comm, nbytes, warmup, iterations, repetitions, hugepages):
     """One-way time of an ``nbytes`` message between ranks 0 and 1 with the buffer API
     (``Send``/``Recv`` of a buffer, no copy): ``warmup`` round trips, then per repetition a
@@ -48,14 +62,7 @@ def run_python(comm, nbytes, warmup, iterations, repetitions, hugepages):
     smsg, rmsg = [sbuf, nbytes, MPI.BYTE], [rbuf, nbytes, MPI.BYTE]
 
     def round_trips(n):
-        if rank == 0:
-            for _ in range(n):
-                comm.Send(smsg, 1, TAG)
-                comm.Recv(rmsg, 1, TAG)
-        elif rank == 1:
-            for _ in range(n):
-                comm.Recv(rmsg, 0, TAG)
-                comm.Send(smsg, 0, TAG)
+        buffer_round_trips(comm, smsg, rmsg, n)
 
     send[:] = _pattern(nbytes, 0)
     round_trips(warmup)
