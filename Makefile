@@ -24,7 +24,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 .PHONY: setup book lab bench clean distclean help
 # >>> instructors (left out of a student release: make student-release)
-.PHONY: lint test test-openmpi release grade export report roster duedate formgrader readme \
+.PHONY: lint test test-openmpi release grade export report roster duedate formgrader readme import-zip \
   labtimes student-release
 # <<< instructors
 
@@ -46,6 +46,7 @@ help::
 	@echo "make report    the class report (autograder/class-report.html)"
 	@echo "make roster ROSTER=students.csv   names and emails (id,first_name,last_name,email)"
 	@echo "make duedate LAB=<lab> DUE='2026-12-01 17:00:00 Europe/Rome'   a lab's due date"
+	@echo "make import-zip LAB=<lab> ZIP=<export.zip> [LMS=canvas|moodle|folders]   an LMS's submissions"
 	@echo "make formgrader  open nbgrader's formgrader on this course (manual grading)"
 	@echo "make readme    the README's list of chapters, from their declarations"
 	@echo "make labtimes  how long each lab's cells take on this machine (PROFILE=standard)"
@@ -174,6 +175,11 @@ roster: $(STAMP)
 duedate: $(STAMP)
 	@test -n "$(LAB)" -a -n "$(DUE)" || { echo "make duedate LAB=<lab> DUE='2026-12-01 17:00:00 Europe/Rome'"; exit 1; }
 	$(GRADE) duedate $(LAB) "$(DUE)"
+
+# an LMS's export of one lab's submissions (ZIP=file.zip; LMS=canvas|moodle|folders)
+import-zip: $(STAMP)
+	@test -n "$(LAB)" -a -n "$(ZIP)" || { echo "make import-zip LAB=<lab> ZIP=<export.zip> [LMS=canvas|moodle|folders]"; exit 1; }
+	$(GRADE) import-zip $(LAB) "$(abspath $(ZIP))" $(if $(LMS),--lms $(LMS))
 
 # formgrader reads nbgrader_config.py from its working folder: start it in autograder/, with
 # the repository as the server's root (the course must lie inside it)

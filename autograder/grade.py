@@ -8,6 +8,8 @@
                                                         # last_name,email)
     python autograder/grade.py duedate LAB "2026-12-01 17:00:00 Europe/Rome"
     python autograder/grade.py report                   # class-report.html
+    python autograder/grade.py import-zip LAB FILE.zip [--lms canvas|moodle|folders]
+                                                        # an LMS's zip of submissions
 
 Submissions are read from ``<workdir>/submitted/<student>/<lab>/`` (workdir: autograder/
 unless --workdir). Each one is executed in a sandbox (sandbox.py: no view of the course,
@@ -553,7 +555,7 @@ class _Lab:
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("command", choices=["release", "grade", "export", "roster", "duedate",
-                                       "report"])
+                                       "report", "import-zip"])
     p.add_argument("args", nargs="*", help="labs (default: every folder of solutions/); the "
                    "roster's CSV; the lab and its due date")
     p.add_argument("--student", action="append", default=None,
@@ -565,6 +567,11 @@ def main(argv=None):
     p.add_argument("--workdir", default=None,
                    help="folder of submitted/, autograded/, feedback/, gradebook.db and the "
                         "exports (default: autograder/)")
+    p.add_argument("--lms", default="canvas",
+                   help="import-zip: the export's file names (canvas, moodle, folders)")
+    p.add_argument("--pattern", default=None,
+                   help="import-zip: a regular expression of each file's path in the zip, "
+                        "with the groups (?P<student>...) and (?P<file>...)")
     p.add_argument("--source", default=None, help=argparse.SUPPRESS)  # tests: a course of
     # their own instead of solutions/
     p.add_argument("--timeout", type=float, default=None,
@@ -575,7 +582,7 @@ def main(argv=None):
     course = Course.at(args.workdir or HERE, args.source) if (args.workdir or args.source) \
         else Course()
     known = assignments(course.source)
-    if args.command in ("roster", "duedate", "export"):
+    if args.command in ("roster", "duedate", "export", "import-zip"):
         import lock
 
         with lock.hold(course.workdir, args.command):
@@ -609,7 +616,28 @@ def _edit(args, course, known):
             raise SystemExit(f"duedate takes a lab ({', '.join(known)}) and a date, e.g. "
                              '"2026-12-01 17:00:00 Europe/Rome"')
         return duedate(course, *args.args) or 0
+    if args.command == "import-zip":
+        return _import_zip(args, course, known)
     export(course)
+    return 0
+
+
+def _import_zip(args, course, known):
+    import lms_import
+
+    if len(args.args) != 2 or args.args[0] not in known:
+        raise SystemExit(f"import-zip takes a lab ({', '.join(known)}) and the zip file")
+    lab, archive = args.args
+    try:
+        done = lms_import.collect(archive, lab, Path(course.workdir) / "submitted",
+                                  Path(course.workdir) / "replaced", lms=args.lms,
+                                  pattern=args.pattern)
+    except lms_import.ExportError as exc:
+        raise SystemExit(f"import-zip: {exc}") from None
+    for line in done.reports:
+        print(line)
+    print(f"{len(done.students)} submission(s) of {lab} imported into "
+          f"{Path(course.workdir) / 'submitted'}: grade them with make grade LAB={lab}")
     return 0
 
 
