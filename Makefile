@@ -25,7 +25,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 .PHONY: setup book lab bench clean distclean help
 # >>> instructors (left out of a student release: make student-release)
 .PHONY: lint test test-openmpi release grade export report roster duedate formgrader readme import-zip \
-  labtimes student-release
+  hub hub-release hub-grade labtimes student-release
 # <<< instructors
 
 # help:: (double-colon) so that a chapter's chapter.mk adds its own lines after these
@@ -47,6 +47,9 @@ help::
 	@echo "make roster ROSTER=students.csv   names and emails (id,first_name,last_name,email)"
 	@echo "make duedate LAB=<lab> DUE='2026-12-01 17:00:00 Europe/Rome'   a lab's due date"
 	@echo "make import-zip LAB=<lab> ZIP=<export.zip> [LMS=canvas|moodle|folders]   an LMS's submissions"
+	@echo "make hub [DEMO=1] [PORT=8000]   the course on JupyterHub on this machine (as root)"
+	@echo "make hub-release LAB=<lab>   release a lab to the hub's students"
+	@echo "make hub-grade LAB=<lab>   collect, grade and release feedback of a lab on the hub"
 	@echo "make formgrader  open nbgrader's formgrader on this course (manual grading)"
 	@echo "make readme    the README's list of chapters, from their declarations"
 	@echo "make labtimes  how long each lab's cells take on this machine (PROFILE=standard)"
@@ -180,6 +183,23 @@ duedate: $(STAMP)
 import-zip: $(STAMP)
 	@test -n "$(LAB)" -a -n "$(ZIP)" || { echo "make import-zip LAB=<lab> ZIP=<export.zip> [LMS=canvas|moodle|folders]"; exit 1; }
 	$(GRADE) import-zip $(LAB) "$(abspath $(ZIP))" $(if $(LMS),--lms $(LMS))
+
+# a course on JupyterHub on this machine (as root): hub/hub.py; DEMO=1 makes demo accounts
+HUB_PORT ?= $(or $(PORT),8000)
+hub: $(STAMP)
+	@$(BIN)/python -c "import jupyterhub, jupyterhub_idle_culler" 2>/dev/null || \
+	  $(BIN)/python -m pip install -q --no-build-isolation -e ".[$(EXTRAS),hub]"
+	$(BIN)/python hub/hub.py start --port $(HUB_PORT) $(if $(DEMO),--demo)
+
+# generate LAB into the course's gradebook and release it to the hub's students
+hub-release: $(STAMP)
+	@test -n "$(LAB)" || { echo "make hub-release LAB=<lab>"; exit 1; }
+	$(BIN)/python hub/hub.py release $(LAB)
+
+# collect, grade (the same grader as make grade) and release the feedback of LAB on the hub
+hub-grade: $(STAMP)
+	@test -n "$(LAB)" || { echo "make hub-grade LAB=<lab>"; exit 1; }
+	$(BIN)/python hub/hub.py grade $(LAB)
 
 # formgrader reads nbgrader_config.py from its working folder: start it in autograder/, with
 # the repository as the server's root (the course must lie inside it)

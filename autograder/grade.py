@@ -44,6 +44,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from confinement import remove_tree
 from course import (  # noqa: F401 (the names the grader's callers use)
     BIN,
     HERE,
@@ -177,13 +178,13 @@ def grade(names, timeout=None, course=None, students=None, force=False, jobs=Non
                          f"{submitted}/<student>/<assignment>/ first")
     with lock.hold(workdir, f"grade {' '.join(names)}"):
         scratch = workdir / ".grading"
-        shutil.rmtree(scratch, ignore_errors=True)  # a killed grader's; we hold the lock
+        remove_tree(scratch)  # a killed grader's; we hold the lock
         scratch.mkdir(mode=0o700)
         try:
             return _grade(names, timeout, course, students, force, jobs or default_jobs(),
                           scratch)
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            remove_tree(scratch)
 
 
 def _grade(names, timeout, course, students, force, jobs, scratch):

@@ -63,6 +63,7 @@ from confinement import (  # noqa: E402, F401 (grade.py, the tests and the worke
     isolation,
     kill_uid,
     process_limits,
+    remove_tree,
     uid_note,
 )
 from hpclab.mpirun import mpi_settings  # noqa: E402
@@ -330,5 +331,5 @@ def run(nb, limits, files_from=None, log=print, values=(), inputs_from=None):
             os.close(fd)
         if group is not None:
             group.remove()
-        shutil.rmtree(box, ignore_errors=True)
-        shutil.rmtree(private, ignore_errors=True)
+        remove_tree(box)
+        remove_tree(private)

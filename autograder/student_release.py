@@ -3,7 +3,7 @@
     python autograder/student_release.py DEST       # make student-release DEST=...
 
 Writes the files git tracks here (their current content), except ``solutions/``,
-``autograder/``, ``tests/`` and ``.ci/``, into DEST: the book, the released labs, the package,
+``autograder/``, ``hub/``, ``tests/`` and ``.ci/``, into DEST: the book, the released labs, the package,
 the reference data and the environment. The README and the Makefile lose their instructors'
 parts (between ``<!-- instructors -->`` and ``<!-- /instructors -->``, and between the
 Makefile's ``# >>> instructors`` and ``# <<< instructors`` lines). Before anything is written
@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LEFT_OUT = ("solutions/", "autograder/", "tests/", ".ci/")
+LEFT_OUT = ("solutions/", "autograder/", "hub/", "tests/", ".ci/")
 MARK = ".hpclab-student-release"
 # the instructors' parts of the shipped files: (file, first line's mark, last line's mark)
 INSTRUCTOR_PARTS = {"README.md": ("<!-- instructors -->", "<!-- /instructors -->"),

@@ -112,8 +112,8 @@ def pytest_sessionfinish(session, exitstatus):
 # them starts at the end of the run; the book's readers (test_site) come after the book
 LONGEST_FIRST = ("test_wrong_answers.py", "test_wrong_answers_second.py", "test_book.py",
                  "test_hostile_class.py", "test_notebooks.py", "test_notebooks_grading.py",
-                 "test_jupyterlab.py", "test_launch.py", "test_kernels.py", "test_site.py",
-                 "test_pingpong.py", "test_ring.py")
+                 "test_jupyterlab.py", "test_hub.py", "test_launch.py", "test_kernels.py",
+                 "test_site.py", "test_pingpong.py", "test_ring.py")
 
 
 def pytest_collection_modifyitems(config, items):

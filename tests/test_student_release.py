@@ -29,7 +29,7 @@ def released(tmp_path_factory):
 
 
 def test_release_leaves_out_solutions_tests_and_grading(released):
-    for left_out in ("solutions", "autograder", "tests", ".ci"):
+    for left_out in ("solutions", "autograder", "hub", "tests", ".ci"):
         assert not (released / left_out).exists(), left_out
     names = {p.name for p in released.rglob("*")}
     assert not names & {"gradebook.db", "nbgrader_config.py", "grades.csv", "status.json"}

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hpclab import mpicython, processes, shm
+from hpclab import mpicython, processes, sharing, shm
 from hpclab.mpirun import DEFAULT_TIMEOUT, output_tail, without_job_identity
 from hpclab.ranks import (
     ONE_BLAS_THREAD,
@@ -36,6 +36,7 @@ from hpclab.ranks import (
     mpiexec_options,
     positive_count,
     srun_mpi_plugin,
+    usable_cores,
 )
 
 START_TIMEOUT = 90.0
@@ -322,6 +323,10 @@ class Engines:
         except BaseException:
             self.stop()
             raise
+        if sharing.on_shared_server() and self.launcher != "slurm":  # a course's hub
+            said = sharing.note(sharing.other_users(), usable_cores())
+            if said:
+                print(said)
         return self
 
     def _slurm_cluster(self, ipp):

@@ -222,7 +222,7 @@ def git_commit(path: str | Path | None = None) -> str | None:
 def metadata(experiment: str, profile: str,
              extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The JSON metadata of a run."""
-    from hpclab import __version__, machine, mpirun
+    from hpclab import __version__, machine, mpirun, sharing
 
     return {
         "experiment": experiment,
@@ -235,6 +235,8 @@ def metadata(experiment: str, profile: str,
         # the MPI libraries' settings in the environment (how a waiting rank polls, which
         # transport): they change what is measured
         "mpi_settings": mpirun.mpi_settings(),
+        # on a course's shared server, the cores other users kept busy as the run was saved
+        **({"shared_server": sharing.other_users()} if sharing.on_shared_server() else {}),
         # the book build under way (hpclab.inputs): pages of one build share its runs
         **({"build": os.environ["HPCLAB_BUILD"]} if os.environ.get("HPCLAB_BUILD") else {}),
         **(extra or {}),
