@@ -3,8 +3,8 @@
     python autograder/student_release.py DEST       # make student-release DEST=...
 
 Writes the files git tracks here (their current content), except ``solutions/``,
-``autograder/``, ``hub/``, ``tests/`` and ``.ci/``, into DEST: the book, the released labs, the package,
-the reference data and the environment. The README and the Makefile lose their instructors'
+``autograder/``, ``hub/``, ``tests/`` and ``.ci/``, into DEST: the book, the released labs, the
+package, the reference data and the environment. The README and the Makefile lose their instructors'
 parts (between ``<!-- instructors -->`` and ``<!-- /instructors -->``, and between the
 Makefile's ``# >>> instructors`` and ``# <<< instructors`` lines). Before anything is written
 the output is searched for the solution and hidden-test text of every source notebook
