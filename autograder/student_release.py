@@ -150,8 +150,8 @@ def shipped(root=ROOT):
     return [n for n in names if not n.startswith(LEFT_OUT) and (root / n).is_file()]
 
 
-def _check_dest(dest, root):
-    if dest == root or root in dest.parents:
+def _check_dest(dest, root, inside_ok=False):
+    if not inside_ok and (dest == root or root in dest.parents):
         raise ReleaseError(f"{dest} lies inside the repository: choose a folder outside it")
     if dest.exists() and not dest.is_dir():
         raise ReleaseError(f"{dest} is a file: choose a new or empty folder")
@@ -163,12 +163,13 @@ def _check_dest(dest, root):
                                "folder")
 
 
-def release(dest, root=ROOT, sources=None):
+def release(dest, root=ROOT, sources=None, inside_ok=False):
     """Write the student release into ``dest`` (see the module's text); returns the number of
-    files written."""
+    files written. ``inside_ok``: ``dest`` may lie in the repository (the course hub's copy,
+    in its git-ignored build folder)."""
     dest = Path(dest).expanduser().resolve()
     root = Path(root).resolve()
-    _check_dest(dest, root)
+    _check_dest(dest, root, inside_ok)
     sources = sorted((root / "solutions").glob("*/*.ipynb")) if sources is None else sources
     names = shipped(root)
     with tempfile.TemporaryDirectory(prefix="student-release-") as tmp:

@@ -9,9 +9,12 @@ configurable-http-proxy (installed with npm into ``build/hub/proxy`` when missin
 logins of the local accounts in the Unix groups ``hpclab-students`` and
 ``hpclab-instructors``, nbgrader's exchange in ``build/hub/exchange``, and each instructor's
 course folder ``~/hpclab-course`` (the labs' sources and releases, and nbgrader's
-configuration, which is the grader's with the exchange added). ``--demo`` creates the accounts
-``instructor``, ``student1`` and ``student2`` with new passwords, printed. It prints the URL
-and runs until Ctrl-C, which stops the hub, the users' servers and every process they started.
+configuration, which is the grader's with the exchange added). Students get a student release
+(``make student-release``) as ``~/hpclab``, and may not read this repository's solutions,
+grader or tests (their group becomes ``hpclab-instructors``, other users lose their access).
+``--demo`` creates the accounts ``instructor``, ``student1`` and ``student2`` with new
+passwords, printed. It prints the URL and runs until Ctrl-C, which stops the hub, the users'
+servers and every process they started.
 
 ``release LAB`` (an instructor, or root as the first instructor) generates the lab from its
 source into the course's gradebook and releases it to the exchange: students see it in their
@@ -40,6 +43,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "autograder"))  # student_release
 HUB_DIR = Path(os.environ.get("HPCLAB_HUB_DIR", ROOT / "build" / "hub"))
 BIN = ROOT / ".venv" / "bin"
 STUDENTS, INSTRUCTORS = "hpclab-students", "hpclab-instructors"
@@ -133,6 +137,44 @@ def instructor_config(home):
             f"c.CourseDirectory.db_url = {'sqlite:///' + str(course / 'gradebook.db')!r}\n"
             f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
             f"c.Exchange.root = {str(HUB_DIR / 'exchange')!r}\n")
+
+
+# what students on the hub may not read: the solutions and hidden tests, the grader and its
+# configuration, the tests (their wrong answers hold the solutions' lines)
+INSTRUCTORS_ONLY = ("solutions", "autograder", "hub", "tests", ".ci")
+
+
+def protect():
+    """The repository's instructors-only folders to root and the instructors' group: the
+    students' servers run this repository's environment, and would otherwise read them."""
+    gid = grp.getgrnam(INSTRUCTORS).gr_gid
+    for name in INSTRUCTORS_ONLY:
+        top = ROOT / name
+        if not top.exists():
+            continue
+        for path in [top, *top.rglob("*")]:
+            if path.is_symlink():
+                continue
+            os.chown(path, -1, gid)
+            os.chmod(path, os.stat(path).st_mode & ~0o007)
+
+
+def students_copy():
+    """A student release (autograder/student_release.py) in the hub's folder, linked as
+    ~/hpclab in every student's home: the book's sources, the labs and the README, as a
+    student's clone has them."""
+    import student_release
+
+    dest = HUB_DIR / "students" / "hpclab"
+    student_release.release(dest, inside_ok=True)
+    for path in [dest.parent, dest, *dest.rglob("*")]:
+        os.chmod(path, os.stat(path).st_mode | (0o005 if path.is_dir() else 0o004))
+    for name in _group_members(STUDENTS):
+        user = pwd.getpwnam(name)
+        link = Path(user.pw_dir) / "hpclab"
+        if not link.exists() and not link.is_symlink():
+            link.symlink_to(dest)
+            os.lchown(link, user.pw_uid, user.pw_gid)
 
 
 def course_folders():
@@ -230,6 +272,8 @@ def start(port=8000, demo=False, ready=None):
     command = proxy()
     made = accounts(demo)
     course_folders()
+    students_copy()
+    protect()
     url = f"http://127.0.0.1:{port}"
     pidfile.write_text(f"{os.getpid()} {url}\n")
     tag = f"{os.getpid()}-{secrets.token_hex(4)}"

@@ -328,6 +328,28 @@ def test_a_second_hub_and_a_port_in_use_are_refused(course, tmp_path):
         shutil.rmtree(other["HPCLAB_HUB_DIR"], ignore_errors=True)
 
 
+def test_students_read_a_student_release_not_the_solutions(course):
+    """On the hub students run this repository's environment: its solutions, grader and
+    tests are closed to them; their ~/hpclab is a student release."""
+    def as_student(*cmd):
+        return subprocess.run(["runuser", "-u", "student1", "--", *cmd], capture_output=True,
+                              text=True, timeout=60)
+    for secret in (ROOT / "solutions" / LAB / f"{LAB}.ipynb", ROOT / "tests" / "wrong_answers",
+                   ROOT / "autograder" / "nbgrader_config.py"):
+        res = as_student("cat" if secret.is_file() else "ls", str(secret))
+        assert res.returncode != 0 and "Permission denied" in res.stderr, (secret, res)
+    home = Path(os.path.expanduser("~student1"))
+    res = as_student("cat", str(home / "hpclab" / "labs" / LAB / f"{LAB}.ipynb"))
+    assert res.returncode == 0 and "BEGIN SOLUTION" not in res.stdout
+    assert not (home / "hpclab" / "solutions").exists()
+    assert (home / "hpclab" / "README.md").is_file()
+    # the instructor still reads them (the grader runs as the instructor)
+    res = subprocess.run(["runuser", "-u", "instructor", "--", "cat",
+                          str(ROOT / "autograder" / "nbgrader_config.py")], capture_output=True,
+                         timeout=60)
+    assert res.returncode == 0
+
+
 def test_the_hub_stops_everything_it_started(course):
     """Last: Ctrl-C stops the hub, the users' servers, their kernels and engines."""
     url, _, hub_dir, proc, _ = course
