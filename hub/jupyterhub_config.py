@@ -80,5 +80,6 @@ c.JupyterHub.load_roles = [{
 }]
 c.JupyterHub.services = [{
     "name": "idle-culler",
-    "command": [sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={IDLE}"],
+    "command": [sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={IDLE}",
+                f"--cull-every={max(10, min(600, IDLE // 4))}"],
 }]
