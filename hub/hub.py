@@ -208,7 +208,13 @@ def course_folders():
             if not (course / kind).exists():
                 shutil.copytree(src, course / kind)
         (course / "nbgrader_config.py").write_text(instructor_config(user.pw_dir))
-        _run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(course)])
+        # formgrader reads the user's Jupyter configuration, not the course folder's
+        jupyter = Path(user.pw_dir) / ".jupyter"
+        jupyter.mkdir(exist_ok=True)
+        (jupyter / "nbgrader_config.py").write_text(
+            f"c = get_config()  # noqa: F821\n"
+            f"load_subconfig({str(course / 'nbgrader_config.py')!r})  # noqa: F821\n")
+        _run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(course), str(jupyter)])
 
 
 def _tagged(tag):

@@ -291,6 +291,13 @@ def test_a_course_on_jupyterhub_from_release_to_feedback(course, browser):
     assert rc == 0, log
     assert re.search(r"student1 submitted pingpong 2 times \(.+, .+\): the newest", log), log
 
+    # formgrader (the written answers are graded there) sees the course and both students
+    teacher.goto(f"{url}/user/instructor/formgrader")
+    row = teacher.locator("tr", has_text=LAB).first
+    row.wait_for(timeout=60_000)
+    assert re.search(r"\breleased\b.*\b2\b", row.inner_text(), re.S), row.inner_text()
+    teacher.screenshot(path=str(_shots() / "hub-formgrader.png"))
+
     total, loop_points = _points()
     for user, expected in (("student1", total), ("student2", total - loop_points)):
         page = students[user]

@@ -177,6 +177,7 @@ def test_the_fastest_library_and_where_it_changes_follow_the_intervals():
     # one library alone is faster than no other
     alone = analysis.ranking(df[df["impl"] == "mpich"])
     assert set(alone["fastest"]) == {""} and set(alone["order"]) == {"MPICH"}
+    assert analysis.flips_words(alone).startswith("In PingPong only MPICH was measured")
     assert analysis.flips_words(analysis.ranking(df, "ring"), "the ring") == \
         "The ring was not measured."
 

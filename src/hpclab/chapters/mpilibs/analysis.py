@@ -92,6 +92,11 @@ def flips(rank: pd.DataFrame) -> list[tuple[int, int, str, str]]:
 def flips_words(rank: pd.DataFrame, test: str = "PingPong") -> str:
     if rank.empty:
         return f"{test[0].upper()}{test[1:]} was not measured."
+    measured = [c[:-len("_us")] for c in rank.columns if c.endswith("_us")]
+    if len(measured) < 2:  # nothing was compared: "no library was faster" would mislead
+        return (f"In {test} only {name(measured[0]) if measured else 'one library'} was "
+                "measured: there is no other library to compare it with (make mpilibs sets "
+                "up the others).")
     found = flips(rank)
     clear = rank[rank["fastest"] != ""]
     if clear.empty:
@@ -218,10 +223,8 @@ def pingpong_figure(run, placement="core"):
     s = s[(s["test"] == "pingpong") & (s["placement"] == placement)]
     s = s.assign(impl=s["library"], median=s["time_us"] * 1e-6, best=s["low_us"] * 1e-6,
                  worst=s["high_us"] * 1e-6)
-    from hpclab.chapters.mpilibs import sweep
-
     where = "bound to cores" if placement == "core" else "unbound"
-    ax = plots.latency(s, title=f"PingPong, {sweep.RANKS} ranks, {where}")
+    ax = plots.latency(s, title=f"PingPong, {RANKS} ranks, {where}")
     plots.machine_note(ax, run.meta)
     return ax.figure
 
