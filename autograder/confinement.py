@@ -6,6 +6,7 @@ the limits set on its processes before they start; and how this machine can do i
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import shutil
@@ -20,20 +21,25 @@ INNER = "/tmp/grading"  # where the sandbox sees its folder (its /tmp is an empt
 
 
 def remove_tree(path):
-    """Remove a folder of the grader's even where the sandbox made parts of it read-only (its
-    runner folder is 0o555): without root, a file in a read-only folder cannot be removed
-    until the folder is writable again. Errors other than that are ignored, as before."""
-    def writable_then_again(func, failed, _exc):
-        try:
-            os.chmod(os.path.dirname(failed), 0o700)
-            if os.path.isdir(failed) and not os.path.islink(failed):
-                os.chmod(failed, 0o700)
-            func(failed)
-        except OSError:
-            pass
-
-    if os.path.lexists(path):
-        shutil.rmtree(path, onerror=writable_then_again)
+    """Remove a folder of the grader's even where the sandbox (or a submission) left parts of
+    it read-only or closed (the runner folder is 0o555): without root a file in a read-only
+    folder cannot be removed. After a first pass, every folder inside ``path`` that is ours is
+    made writable and searchable, then a second pass removes what is left; nothing above
+    ``path`` is touched, and nothing raises (a folder that cannot be removed stays)."""
+    top = os.path.abspath(path)
+    if not os.path.lexists(top):
+        return
+    shutil.rmtree(top, ignore_errors=True)
+    if not os.path.lexists(top) or os.path.islink(top):
+        return
+    with contextlib.suppress(OSError):
+        os.chmod(top, 0o700)
+    for root, dirs, _ in os.walk(top, onerror=lambda exc: None):
+        for d in dirs:  # before os.walk goes into them (top-down)
+            with contextlib.suppress(OSError):
+                if not os.path.islink(os.path.join(root, d)):
+                    os.chmod(os.path.join(root, d), 0o700)
+    shutil.rmtree(top, ignore_errors=True)
 
 
 def grader_uid():

@@ -62,13 +62,12 @@ def _run(cmd, **kw):
 
 
 def _alive(pid):
+    """Running (a zombie, dead and not yet reaped by its parent, is not)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
         return False
-    except PermissionError:
-        return True
-    return True
+    return state != "Z"
 
 
 def _port_problem(port):
@@ -140,46 +139,83 @@ def instructor_config(home):
 
 
 # what students on the hub may not read: the solutions and hidden tests, the grader and its
-# configuration, the tests (their wrong answers hold the solutions' lines)
-INSTRUCTORS_ONLY = ("solutions", "autograder", "hub", "tests", ".ci")
+# configuration, the tests (their wrong answers hold the solutions' lines), the history
+# (which holds all of them), and every build folder but the hub's (build/openmpi is a copy)
+INSTRUCTORS_ONLY = ("solutions", "autograder", "hub", "tests", ".ci", ".git")
 
 
 def protect():
-    """The repository's instructors-only folders to root and the instructors' group: the
-    students' servers run this repository's environment, and would otherwise read them."""
+    """Close the repository's instructors-only folders to other users (group
+    hpclab-instructors, mode 0750 at their top: below it nobody else can go): the students'
+    servers run this repository's environment, and would otherwise read them."""
     gid = grp.getgrnam(INSTRUCTORS).gr_gid
-    for name in INSTRUCTORS_ONLY:
-        top = ROOT / name
-        if not top.exists():
-            continue
-        for path in [top, *top.rglob("*")]:
-            if path.is_symlink():
-                continue
-            os.chown(path, -1, gid)
-            os.chmod(path, os.stat(path).st_mode & ~0o007)
+    closed = [ROOT / name for name in INSTRUCTORS_ONLY]
+    if (ROOT / "build").is_dir():
+        keep = {HUB_DIR.resolve(), *HUB_DIR.resolve().parents}
+        closed += [p for p in (ROOT / "build").iterdir() if p.resolve() not in keep]
+    for top in closed:
+        if top.is_dir() and not top.is_symlink():
+            os.chown(top, -1, gid)
+            os.chmod(top, (os.stat(top).st_mode & ~0o007) | 0o050)
 
 
-def students_copy():
-    """A student release (autograder/student_release.py) in the hub's folder, linked as
-    ~/hpclab in every student's home: the book's sources, the labs and the README, as a
-    student's clone has them."""
-    import student_release
-
-    dest = HUB_DIR / "students" / "hpclab"
-    student_release.release(dest, inside_ok=True)
-    for path in [dest.parent, dest, *dest.rglob("*")]:
-        os.chmod(path, os.stat(path).st_mode | (0o005 if path.is_dir() else 0o004))
-    for name in _group_members(STUDENTS):
-        user = pwd.getpwnam(name)
-        link = Path(user.pw_dir) / "hpclab"
+def setup_user(name):
+    """One account's part of the course (at the hub's start, and before a server of an account
+    added since starts): its home closed to others (students cannot read each other's work
+    nor an instructor's gradebook); a student's ~/hpclab, the student release; an
+    instructor's course folder ~/hpclab-course and the Jupyter configuration that points
+    formgrader at it."""
+    user = pwd.getpwnam(name)
+    home = Path(user.pw_dir)
+    if not home.is_dir():
+        raise HubError(f"{name} has no home folder {home}: useradd -m {name}")
+    os.chmod(home, 0o700)
+    if role(name) == "instructor":
+        course = home / COURSE
+        for kind, src in (("source", ROOT / "solutions"), ("release", ROOT / "labs")):
+            if not (course / kind).exists():
+                shutil.copytree(src, course / kind)
+        (course / "nbgrader_config.py").write_text(instructor_config(user.pw_dir))
+        # formgrader reads the user's Jupyter configuration, not the course folder's
+        jupyter = home / ".jupyter"
+        jupyter.mkdir(exist_ok=True)
+        (jupyter / "nbgrader_config.py").write_text(
+            f"c = get_config()  # noqa: F821\n"
+            f"load_subconfig({str(course / 'nbgrader_config.py')!r})  # noqa: F821\n")
+        _run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(course), str(jupyter)])
+        os.chmod(course, 0o700)
+    else:
+        link = home / "hpclab"
         if not link.exists() and not link.is_symlink():
-            link.symlink_to(dest)
+            link.symlink_to(HUB_DIR / "students" / "hpclab")
             os.lchown(link, user.pw_uid, user.pw_gid)
 
 
+def role(name):
+    """'instructor' for a member of hpclab-instructors (its primary group or not), else
+    'student' (the hub lets in only the members of the two groups)."""
+    return "instructor" if name in _group_members(INSTRUCTORS) else "student"
+
+
+def students_copy():
+    """A student release (autograder/student_release.py) in the hub's folder, which every
+    student's ~/hpclab links to: the book's sources, the labs and the README, read-only (copy
+    it to work in it: cp -r ~/hpclab ~/my-hpclab)."""
+    import student_release
+
+    dest = HUB_DIR / "students" / "hpclab"
+    try:
+        student_release.release(dest, inside_ok=True)
+    except student_release.ReleaseError as exc:
+        raise HubError(f"the students' copy of the course: {exc}") from None
+    for path in [dest.parent, dest, *dest.rglob("*")]:
+        os.chmod(path, os.stat(path).st_mode | (0o005 if path.is_dir() else 0o004))
+
+
 def course_folders():
-    """The exchange (everyone writes, nobody removes another's files), the students' config,
-    and each instructor's course folder with the labs' sources and releases."""
+    """The exchange: its root open to all (nbgrader's requirement) but sticky, and the
+    course's folders in it made now, owned by the first instructor, so that no student can
+    make them first; the students' servers' configuration."""
     exchange = HUB_DIR / "exchange"
     exchange.mkdir(parents=True, exist_ok=True)
     os.chmod(exchange, 0o1777)
@@ -189,6 +225,21 @@ def course_folders():
         if not os.stat(p).st_mode & 0o001:
             raise HubError(f"{p} is not open to other users (o+x), so students cannot reach "
                            f"the exchange in {exchange}: chmod o+x {p}, or set HPCLAB_HUB_DIR")
+    instructors = _group_members(INSTRUCTORS)
+    if not instructors:
+        raise HubError(f"no instructor: usermod -aG {INSTRUCTORS} <name> (or make hub DEMO=1)")
+    owner = pwd.getpwnam(instructors[0])
+    # nbgrader's own modes: the course and its outbound readable, inbound writable and not
+    # listable by students (set-group-id), feedback only reachable by its hashed names
+    for sub, mode in (("", 0o755), ("outbound", 0o755), ("inbound", 0o2733),
+                      ("feedback", 0o711)):
+        folder = exchange / COURSE_ID / sub
+        if folder.is_symlink() or (folder.exists() and folder.stat().st_uid != owner.pw_uid):
+            raise HubError(f"{folder} is not {owner.pw_name}'s (made by someone else?): "
+                           "remove it and start the hub again")
+        folder.mkdir(exist_ok=True)
+        os.chown(folder, owner.pw_uid, owner.pw_gid)
+        os.chmod(folder, mode)
     students = HUB_DIR / "etc" / "students"  # the students' servers' configuration
     (students / "labconfig").mkdir(parents=True, exist_ok=True)
     (students / "nbgrader_config.py").write_text(
@@ -201,20 +252,6 @@ def course_folders():
         "jpserver_extensions": {"nbgrader.server_extensions.formgrader": False,
                                 "nbgrader.server_extensions.course_list": False}}}, indent=1))
     (HUB_DIR / "etc" / "jupyter").mkdir(parents=True, exist_ok=True)  # instructors': defaults
-    for name in _group_members(INSTRUCTORS):
-        user = pwd.getpwnam(name)
-        course = Path(user.pw_dir) / COURSE
-        for kind, src in (("source", ROOT / "solutions"), ("release", ROOT / "labs")):
-            if not (course / kind).exists():
-                shutil.copytree(src, course / kind)
-        (course / "nbgrader_config.py").write_text(instructor_config(user.pw_dir))
-        # formgrader reads the user's Jupyter configuration, not the course folder's
-        jupyter = Path(user.pw_dir) / ".jupyter"
-        jupyter.mkdir(exist_ok=True)
-        (jupyter / "nbgrader_config.py").write_text(
-            f"c = get_config()  # noqa: F821\n"
-            f"load_subconfig({str(course / 'nbgrader_config.py')!r})  # noqa: F821\n")
-        _run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(course), str(jupyter)])
 
 
 def _tagged(tag):
@@ -227,15 +264,17 @@ def _tagged(tag):
             env = (entry / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if f"HPCLAB_HUB={tag}".encode() in env:
+        if f"HPCLAB_HUB={tag}".encode() in env and _alive(int(entry.name)):
             found.append(int(entry.name))
     return found
 
 
 def stop_tagged(tag, grace=10):
     """Stop every process that carries the hub's tag (users' servers, kernels, engines)."""
-    pids = [p for p in _tagged(tag) if p != os.getpid()]
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+    for sig in (signal.SIGTERM, signal.SIGTERM, signal.SIGKILL):
+        pids = [p for p in _tagged(tag) if p != os.getpid()]  # again: some forked meanwhile
+        if not pids:
+            return
         for pid in pids:
             try:
                 os.kill(pid, sig)
@@ -244,9 +283,6 @@ def stop_tagged(tag, grace=10):
         deadline = time.time() + grace
         while time.time() < deadline and any(_alive(p) for p in pids):
             time.sleep(0.2)
-        pids = [p for p in pids if _alive(p)]
-        if not pids:
-            return
 
 
 def start(port=8000, demo=False, ready=None):
@@ -279,6 +315,8 @@ def start(port=8000, demo=False, ready=None):
     made = accounts(demo)
     course_folders()
     students_copy()
+    for name in sorted(set(_group_members(STUDENTS)) | set(_group_members(INSTRUCTORS))):
+        setup_user(name)
     protect()
     url = f"http://127.0.0.1:{port}"
     pidfile.write_text(f"{os.getpid()} {url}\n")
@@ -402,11 +440,40 @@ def release(lab):
     return failed
 
 
+def forged(lab, exchange=None):
+    """The inbound submissions of ``lab`` whose owner is not the student their name says, in
+    words."""
+    inbound = Path(exchange or HUB_DIR / "exchange") / COURSE_ID / "inbound"
+    found = []
+    for entry in sorted(inbound.glob(f"*+{lab}+*")) if inbound.is_dir() else []:
+        student = entry.name.split("+", 1)[0]
+        try:
+            owner = pwd.getpwuid(entry.lstat().st_uid).pw_name
+        except KeyError:
+            owner = str(entry.lstat().st_uid)
+        if owner != student:
+            found.append(f"{entry.name} was made by {owner}")
+    return found
+
+
 def grade(lab):
     """Collect, grade and return feedback for ``lab`` (see the module's text)."""
     if os.geteuid() == 0:  # the course folder is the instructor's: work as them
         return _as_instructor("grade", lab)
     course = _course(lab)
+    wrong = forged(lab)
+    if wrong:  # nbgrader's collect trusts the name: one student could hand in as another
+        raise HubError("submissions named for another student than the one who made them "
+                       f"(nothing was graded): {'; '.join(wrong)}. Remove them from "
+                       f"{HUB_DIR / 'exchange' / COURSE_ID / 'inbound'} (as root) and grade again")
+    sys.path.insert(0, str(ROOT / "autograder"))
+    import confinement
+
+    mode, why = confinement.isolation()
+    if mode == "none":
+        raise HubError(f"students' code would run without a sandbox ({why}): install "
+                       "bubblewrap (apt-get install bubblewrap) and allow it user namespaces, "
+                       "then grade again")
     for student, times in sorted(submissions(lab).items()):
         if len(times) > 1:
             print(f"{student} submitted {lab} {len(times)} times ({', '.join(times)}): the newest "
@@ -441,6 +508,11 @@ def main(argv=None):
         return (release if args.command == "release" else grade)(args.lab)
     except HubError as exc:
         print(f"make hub: {exc}", file=sys.stderr)
+        return 2
+    except subprocess.CalledProcessError as exc:  # npm, useradd, chpasswd, chown
+        said = (exc.stderr or exc.stdout or "").strip()
+        print(f"make hub: {' '.join(map(str, exc.cmd[:3]))} failed (exit {exc.returncode})"
+              + (f": {said}" if said else ""), file=sys.stderr)
         return 2
 
 

@@ -61,11 +61,14 @@ c.Spawner.env_keep = ["LANG", "LC_ALL", "HPCLAB_PROFILE", "MPIR_CVAR_ENABLE_HEAV
 def _by_role(spawner):
     """An instructor's server opens in their course folder (whose nbgrader_config.py is the
     course's) with every nbgrader tool; a student's in their home, with the Assignments tab
-    but neither formgrader nor the course list (etc/jupyter/students, written by hub.py)."""
-    import grp
+    but neither formgrader nor the course list (etc/students, written by hub.py). An account
+    added to a group since the hub started gets its part of the course first."""
+    sys.path.insert(0, os.path.join(ROOT, "hub"))
+    import hub as course
 
     name = spawner.user.name
-    instructor = name in grp.getgrnam(INSTRUCTORS).gr_mem
+    course.setup_user(name)
+    instructor = course.role(name) == "instructor"
     spawner.notebook_dir = "~/hpclab-course" if instructor else "~"
     spawner.environment["JUPYTER_CONFIG_PATH"] = os.path.join(
         HUB_DIR, "etc", "jupyter" if instructor else "students")

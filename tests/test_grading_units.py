@@ -473,3 +473,38 @@ def test_feedback_is_written_in_disjoint_groups_and_a_failed_group_one_by_one(tm
     assert [f[0] for f in failures] == ["cid"] and "feedback could not be written" in \
         entries["cid"]["reason"]
     assert all(not entries[s]["reason"] for s in students if s != "cid")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run the removal as another user")
+def test_a_grader_without_root_removes_its_read_only_and_closed_folders():
+    """confinement.remove_tree as an ordinary user (a grader on a course hub runs as the
+    instructor): the sandbox's runner folder is 0o555, a submission may leave a folder 0o000;
+    both go, and the folder above is left as it was."""
+    import pwd
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="hpclab-remove-", dir="/tmp"))
+    try:
+        module = base / "module"
+        module.mkdir()
+        shutil.copy(ROOT / "autograder" / "confinement.py", module)
+        box = base / "box"
+        (box / "runner").mkdir(parents=True)
+        (box / "runner" / "judge.py").write_text("x")
+        (box / "closed" / "inner").mkdir(parents=True)
+        (box / "closed" / "inner" / "f").write_text("y")
+        subprocess.run(["chown", "-R", "nobody", str(box)], check=True)
+        os.chown(base, pwd.getpwnam("nobody").pw_uid, -1)  # the grader's own folder
+        os.chmod(box / "runner", 0o555)
+        os.chmod(box / "closed", 0o000)
+        for p in (base, module, module / "confinement.py"):
+            os.chmod(p, 0o755 if p.is_dir() else 0o644)
+        res = subprocess.run(["runuser", "-u", "nobody", "--", sys.executable, "-c",
+                              f"import sys; sys.path.insert(0, {str(module)!r}); "
+                              f"import confinement; confinement.remove_tree({str(box)!r})"],
+                             capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0, res.stderr
+        assert not box.exists() and oct(base.stat().st_mode & 0o777) == "0o755"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

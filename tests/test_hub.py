@@ -341,11 +341,18 @@ def test_students_read_a_student_release_not_the_solutions(course):
     def as_student(*cmd):
         return subprocess.run(["runuser", "-u", "student1", "--", *cmd], capture_output=True,
                               text=True, timeout=60)
-    for secret in (ROOT / "solutions" / LAB / f"{LAB}.ipynb", ROOT / "tests" / "wrong_answers",
-                   ROOT / "autograder" / "nbgrader_config.py"):
+    home = Path(os.path.expanduser("~student1"))
+    teacher = Path(os.path.expanduser("~instructor"))
+    secrets = [ROOT / "solutions" / LAB / f"{LAB}.ipynb", ROOT / "tests" / "wrong_answers",
+               ROOT / "autograder" / "nbgrader_config.py", ROOT / ".git" / "HEAD",
+               teacher / hub.COURSE / "source" / LAB / f"{LAB}.ipynb",
+               teacher / hub.COURSE / "gradebook.db",
+               Path(os.path.expanduser("~student2")) / LAB / f"{LAB}.ipynb"]
+    secrets += [p / "solutions" for p in (ROOT / "build").iterdir()
+                if (p / "solutions").is_dir() and not p.name.startswith("hub")]  # openmpi's
+    for secret in secrets:
         res = as_student("cat" if secret.is_file() else "ls", str(secret))
         assert res.returncode != 0 and "Permission denied" in res.stderr, (secret, res)
-    home = Path(os.path.expanduser("~student1"))
     res = as_student("cat", str(home / "hpclab" / "labs" / LAB / f"{LAB}.ipynb"))
     assert res.returncode == 0 and "BEGIN SOLUTION" not in res.stdout
     assert not (home / "hpclab" / "solutions").exists()
@@ -357,6 +364,24 @@ def test_students_read_a_student_release_not_the_solutions(course):
     assert res.returncode == 0
 
 
+def test_a_submission_in_another_students_name_stops_grading(course):
+    """nbgrader's collect trusts an inbound submission's name: one made by student1 in
+    student2's name is refused, with what to do, and nothing is graded."""
+    _, _, hub_dir, _, env = course
+    inbound = hub_dir / "exchange" / hub.COURSE_ID / "inbound"
+    forged = inbound / f"student2+{LAB}+2099-01-01 00:00:00.000000 UTC+forged"
+    res = subprocess.run(["runuser", "-u", "student1", "--", "mkdir", str(forged)],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    try:
+        assert hub.forged(LAB, hub_dir / "exchange") == [f"{forged.name} was made by student1"]
+        res = subprocess.run([sys.executable, str(ROOT / "hub" / "hub.py"), "grade", LAB],
+                             env=env, capture_output=True, text=True, timeout=300)
+        assert res.returncode == 2 and "named for another student" in res.stderr, res
+    finally:
+        forged.rmdir()
+
+
 def test_the_hub_stops_everything_it_started(course):
     """Last: Ctrl-C stops the hub, the users' servers, their kernels and engines."""
     url, _, hub_dir, proc, _ = course
@@ -366,11 +391,28 @@ def test_the_hub_stops_everything_it_started(course):
     os.kill(proc.pid, signal.SIGINT)
     out, _ = proc.communicate(timeout=180)
     assert proc.returncode == 0 and "everything it started have stopped" in out
-    left = [p.name for p in Path("/proc").iterdir() if p.name.isdigit()
-            and _user_of(p) in ("student1", "student2", "instructor")]
+    left = [_described(p) for p in Path("/proc").iterdir() if p.name.isdigit()
+            and _user_of(p) in ("student1", "student2", "instructor") and not _zombie(p)]
     assert not left, f"processes of the hub's users left: {left}"
     assert not hub._answers(url)
     assert not (hub_dir / "hub.pid").exists()
+
+
+def _zombie(proc_dir):
+    """Dead and waiting to be reaped (a container's first process may be slow to)."""
+    try:
+        return (proc_dir / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True  # gone
+
+
+def _described(proc_dir):
+    try:
+        cmd = (proc_dir / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:120]
+        tagged = b"HPCLAB_HUB=" in (proc_dir / "environ").read_bytes()
+    except OSError:
+        return f"{proc_dir.name} (gone)"
+    return f"{proc_dir.name} {cmd!r}{'' if tagged else ' (untagged)'}"
 
 
 def _user_of(proc_dir):

@@ -66,7 +66,7 @@ def test_a_canvas_export(tmp_path):
     assert "1001: the submission already in the course moved to" in said
 
 
-def test_moodle_folders_and_a_pattern_with_the_hand_in_time(tmp_path):
+def test_moodle_and_a_pattern_with_the_hand_in_time(tmp_path):
     day = (2026, 11, 20, 10, 0, 0)
     moodle = _zip(tmp_path / "m.zip", [
         ("Jane Doe_4711_assignsubmission_file_/ring.ipynb", NOTEBOOK, day)])
@@ -115,3 +115,40 @@ def test_the_command(tmp_path):
     assert res.returncode != 0 and "cannot be read as a zip file" in res.stderr
     res = run("nosuchlab", str(archive))
     assert res.returncode != 0 and "import-zip takes a lab" in res.stderr
+
+
+def test_a_damaged_entry_moves_nothing_and_names_collide_not_merge(tmp_path):
+    day = (2026, 11, 20, 10, 0, 0)
+    archive = _zip(tmp_path / "bad.zip", [("doealice_1001_5001_ring.ipynb", NOTEBOOK, day),
+                                          ("doealice_1001_5001_results-1.csv", "a,b\n", day)])
+    raw = bytearray(archive.read_bytes())
+    at = raw.index(NOTEBOOK.encode())
+    raw[at + 5] ^= 0xFF  # the stored notebook's bytes no longer match their CRC
+    archive.write_bytes(bytes(raw))
+    submitted, replaced = tmp_path / "s", tmp_path / "r"
+    (submitted / "1001" / "ring").mkdir(parents=True)
+    (submitted / "1001" / "ring" / "ring.ipynb").write_text("recorded before")
+    done = lms_import.collect(archive, "ring", submitted, replaced)
+    assert done.students == [] and "cannot be read from the zip" in "\n".join(done.reports)
+    assert (submitted / "1001" / "ring" / "ring.ipynb").read_text() == "recorded before"
+    assert not replaced.exists()
+    # Moodle: two participants of one name are not merged into one student
+    moodle = _zip(tmp_path / "m.zip", [
+        ("Jane Doe_4711_assignsubmission_file_/ring.ipynb", NOTEBOOK, day),
+        ("Jane Doe_4712_assignsubmission_file_/ring.ipynb", NOTEBOOK, day)])
+    done = lms_import.collect(moodle, "ring", tmp_path / "m", replaced, lms="moodle")
+    assert done.students == [] and "2 participants of this name (4711, 4712)" in \
+        "\n".join(done.reports)
+    # folders; Canvas's hand-in number is taken off the lab's notebook only
+    folders = _zip(tmp_path / "f.zip", [("bob/ring.ipynb", NOTEBOOK, day),
+                                        ("bob/results-1.csv", "x\n", day)])
+    done = lms_import.collect(folders, "ring", tmp_path / "f", replaced, lms="folders")
+    assert done.students == ["bob"]
+    assert sorted(p.name for p in (tmp_path / "f/bob/ring").iterdir()) == ["results-1.csv",
+                                                                           "ring.ipynb"]
+    canvas = _zip(tmp_path / "c.zip", [("doealice_1001_5001_results-1.csv", "1\n", day),
+                                       ("doealice_1001_5002_results-2.csv", "2\n", day),
+                                       ("doealice_1001_5003_ring.ipynb", NOTEBOOK, day)])
+    lms_import.collect(canvas, "ring", tmp_path / "c", replaced)
+    assert sorted(p.name for p in (tmp_path / "c/1001/ring").iterdir()) == [
+        "results-1.csv", "results-2.csv", "ring.ipynb"]
