@@ -22,6 +22,10 @@ WRONG = [
          ("pingpong_loop", """            comm.Recv(recvbuf, source=0, tag=0)
             comm.Send(sendbuf, dest=0, tag=0)""",
           "            comm.Sendrecv(sendbuf, dest=0, sendtag=0, recvbuf=recvbuf, source=0)")),
+    case("the library's own loop called instead of writing one", "test_pingpong_loop",
+         "the library's own ping-pong",
+         ("pingpong_loop", "    rank = comm.Get_rank()\n",
+          "    return exercises.reference_loop(comm, sendbuf, recvbuf, iterations)\n")),
     case("rank 1's branch taken by every rank above 0 (else:)", "test_pingpong_loop",
          "rank 2 of 3",
          ("pingpong_loop", "    elif rank == 1:\n", "    else:\n")),

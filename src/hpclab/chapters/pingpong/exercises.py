@@ -125,6 +125,22 @@ def pickle_calls(func):
         return []
 
 
+# the library's own ping-pong loops: a loop that calls one is not the student's own
+LIBRARY_LOOPS = {"reference_loop", "buffer_round_trips", "run_python", "run_pickle", "run_c",
+                 "run_cython", "run_cython_native"}
+
+
+def borrowed_calls(func):
+    """The library's ping-pong loops ``func`` names (:data:`LIBRARY_LOOPS`): a loop that hands
+    the work to one of them and so is not the student's own."""
+    from hpclab.exercises import names_used
+
+    try:
+        return sorted(names_used(func) & LIBRARY_LOOPS)
+    except (ValueError, SyntaxError):
+        return []
+
+
 def pingpong_check(engines, loop, nbytes, iterations=100, timeout=60, seed=3, guarded=False):
     """Run ``loop(comm, sendbuf, recvbuf, iterations)`` on the engines.
 
@@ -137,17 +153,25 @@ def pingpong_check(engines, loop, nbytes, iterations=100, timeout=60, seed=3, gu
         ``time``: what rank 0 returned (seconds), ``times``: every rank's
         return value, ``received_ok``: whether both ranks received the right bytes,
         ``received``: 'ok', 'echo' or 'wrong' (see :func:`_received`), ``pickled``: the
-        pickle-API calls the loop names (:func:`pickle_calls`; such a loop is not run). With
+        pickle-API calls the loop names (:func:`pickle_calls`; such a loop is not run),
+        ``borrowed``: the library's loops it calls (:func:`borrowed_calls`; such a loop is
+        not run). With
         ``guarded`` (see :func:`_pingpong_on_rank`): ``python_calls``, the point-to-point
         calls any rank made through mpi4py, and ``overran``, whether a rank wrote past its
         receive buffer.
     """
+    borrowed = borrowed_calls(loop)
+    if borrowed:  # not run: the library's loop (which an engine may not even know by name)
+        return {"time": None, "times": [], "received_ok": False, "received": "wrong",
+                "pickled": pickle_calls(loop), "borrowed": borrowed, "python_calls": [],
+                "overran": False}
     per_rank = engines.run(_pingpong_on_rank, loop, int(nbytes), int(iterations), int(seed),
                            False, bool(guarded), timeout=timeout,
                            what=f"your ping-pong loop ({nbytes} B)")
     return {"time": per_rank[0]["time"], "times": [r["time"] for r in per_rank],
             "received_ok": _received_ok(per_rank, nbytes, seed),
             "received": _received(per_rank, nbytes, seed), "pickled": per_rank[0]["pickled"],
+            "borrowed": [],
             "python_calls": sorted({c for r in per_rank for c in r["python_calls"]}),
             "overran": any(r["overran"] for r in per_rank)}
 
