@@ -186,3 +186,46 @@ def test_a_halo_thicker_than_a_cut_block_is_refused_on_every_rank(impl):
     with pytest.raises(ValueError, match=r"a halo of 3 layers needs blocks at least 3 "
                                          r"points thick, but \d+ ranks cut dimension 0"):
         Topology(COMM, (2 * SIZE, 40), dims=(SIZE, 1), impl=impl, halo=3)
+
+
+ALIGNED = [((7, 5), None, (False, True), 1, 8), ((5, 4, 7), None, (True, False, True), 1, 8),
+           ((17, 9), (0, 1), (True, False), 2, 4), ((12,), None, (True,), 3, 8)]
+
+
+@pytest.mark.parametrize("shape,dims,periods,halo,align", ALIGNED)
+def test_padded_rows_exchange_like_unpadded_ones(shape, dims, periods, halo, align):
+    """The C layer's aligned layout (hpclab_topo_set_align, the Poisson solver's): every
+    row padded to a multiple of align doubles; the halo holds what an unpadded one would,
+    the padding is never written, and the lead puts each row's first interior point on
+    an aligned offset."""
+    from types import SimpleNamespace
+
+    from hpclab.kernels.common._common import CTopology
+
+    dims = dims or (0,) * len(shape)
+    t = CTopology(COMM, shape, dims, periods, halo, align)
+    try:
+        d = t.describe()
+        plain = tuple(n + 2 * halo for n in d["local"])
+        row = -(-plain[-1] // align) * align
+        assert d["extents"] == plain[:-1] + (row,) and d["points"] == int(np.prod(d["extents"]))
+        assert (d["lead"] + halo) % align == 0
+        f = np.full(d["points"], SENTINEL)
+        padded = f.reshape(d["extents"])
+        view = padded[..., :plain[-1]]
+        topo = SimpleNamespace(halo=halo, offset=d["offset"], local=d["local"],
+                               interior=tuple(slice(halo, halo + n) for n in d["local"]))
+        g = global_array(shape)
+        view[topo.interior] = g[tuple(slice(o, o + n) for o, n in zip(d["offset"], d["local"]))]
+        t.exchange(f)
+        check_layers(topo, view, g, periods, f"aligned {align} ")
+        assert (padded[..., plain[-1]:] == SENTINEL).all(), "the padding was written"
+    finally:
+        t.free()
+
+
+def test_an_alignment_out_of_range_is_refused():
+    from hpclab.kernels.common._common import CTopology
+
+    with pytest.raises(ValueError, match="rows are aligned to 1 to 64 doubles, got 0"):
+        CTopology(COMM, (4, 4), (0, 0), (False, False), 1, 0)

@@ -386,11 +386,15 @@ def _memory_words(mem):
     if mem.empty:
         return ("This profile's meshes are too small for VmRSS to see their vectors; the "
                 "standard profile goes up to N = 1024")
+    from hpclab.chapters.poisson.kernels._poisson import ROW_ALIGN
+
     n = int(mem.index[-1])
     row = mem.iloc[-1]
+    stored = -(-(n + 2) // ROW_ALIGN) * ROW_ALIGN
     return (f"At N = {n} the prediction is {row['predicted 4·N²·8 [MiB]']:.1f} MiB, or "
-            f"{4 * 8 * (n + 2) ** 2 / MIB:.1f} MiB with the ring of halo points the kernel "
-            f"stores around each vector, and VmRSS grew by {row['VmRSS growth [MiB]']:.1f} "
+            f"{4 * 8 * (n + 2) * stored / MIB:.1f} MiB with the ring of halo points the "
+            f"kernel stores around each vector and its rows padded to whole cache lines "
+            f"({stored} doubles), and VmRSS grew by {row['VmRSS growth [MiB]']:.1f} "
             f"MiB. The process itself, Python and MPI included, holds "
             f"{row['VmRSS [MiB]']:.0f} MiB")
 

@@ -14,7 +14,8 @@ from hpclab_common cimport (HPCLAB_ERRLEN, hpclab_alloc, hpclab_free, hpclab_mpi
                             hpclab_compiler, hpclab_topo, hpclab_topo_create, hpclab_topo_free,
                             hpclab_topo_points, hpclab_halo_exchange, hpclab_block_range,
                             hpclab_topo_block_of, hpclab_topo_scatter, hpclab_topo_gather,
-                            hpclab_topo_set_halo)
+                            hpclab_topo_set_halo, hpclab_topo_set_align, hpclab_topo_extent,
+                            hpclab_topo_lead)
 
 
 cdef class Buffer:
@@ -98,7 +99,8 @@ cdef class CTopology:
     cdef hpclab_topo t
     cdef bint alive
 
-    def __cinit__(self, MPI.Comm comm not None, global_shape, dims, periods, int halo=1):
+    def __cinit__(self, MPI.Comm comm not None, global_shape, dims, periods, int halo=1,
+                  int align=1):
         cdef long g[3]
         cdef int d_[3]
         cdef int p_[3]
@@ -123,6 +125,11 @@ cdef class CTopology:
             if rc:
                 self.free()
                 raise ValueError(errmsg.decode(errors="replace"))
+        if align != 1:
+            rc = hpclab_topo_set_align(&self.t, align, errmsg, HPCLAB_ERRLEN)
+            if rc:
+                self.free()
+                raise ValueError(errmsg.decode(errors="replace"))
 
     def _tuple(self, name):
         cdef int k
@@ -142,10 +149,15 @@ cdef class CTopology:
                                                     "local", "offset", "lo", "hi")}
         out.update(rank=self.t.rank, size=self.t.size, cut=self.t.cut, halo=self.t.halo,
                    points=hpclab_topo_points(&self.t))
+        if self.t.align != 1:  # the C layer's padded rows (the Topology class has none)
+            out.update(align=self.t.align, lead=hpclab_topo_lead(&self.t),
+                       extents=tuple(hpclab_topo_extent(&self.t, k)
+                                     for k in range(self.t.ndims)))
         return out
 
     def exchange(self, double[::1] field not None):
-        """Exchange the halo of a C-contiguous field of local + 2 halo points per dimension."""
+        """Exchange the halo of a C-contiguous field of local + 2 halo points per dimension
+        (the last one padded when aligned)."""
         if not self.alive:
             raise ValueError("this topology was freed")
         if <size_t>field.shape[0] != hpclab_topo_points(&self.t):

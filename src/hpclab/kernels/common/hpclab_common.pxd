@@ -38,12 +38,17 @@ cdef extern from "hpclab_topo.h" nogil:
         int hi[3]
         int cut
         int halo
+        int align
     void hpclab_block_range(long n, int parts, int index, long *offset, long *count)
     int hpclab_topo_create(MPI_Comm comm, int ndims, const long *glob, const int *dims,
                            const int *periods, hpclab_topo *t, char *errmsg, size_t errlen)
     void hpclab_topo_free(hpclab_topo *t)
     int hpclab_topo_set_halo(hpclab_topo *t, int halo, char *errmsg, size_t errlen)
     size_t hpclab_topo_points(const hpclab_topo *t)
+    int hpclab_topo_set_align(hpclab_topo *t, int align, char *errmsg, size_t errlen)
+    long hpclab_topo_extent(const hpclab_topo *t, int d)
+    size_t hpclab_topo_lead(const hpclab_topo *t)
+    long hpclab_round_up(long extent, int align)
     void hpclab_topo_block_of(const hpclab_topo *t, int rank, long *offset, long *count)
     int hpclab_topo_scatter(const hpclab_topo *t, int root, const double *glob, double *local)
     int hpclab_topo_gather(const hpclab_topo *t, int root, const double *local, double *glob)

@@ -23,7 +23,7 @@ static void face_type(const hpclab_topo *t, int d, long start, MPI_Datatype *typ
     int sizes[HPCLAB_TOPO_MAXDIMS], sub[HPCLAB_TOPO_MAXDIMS], starts[HPCLAB_TOPO_MAXDIMS];
 
     for (int k = 0; k < t->ndims; k++) {
-        sizes[k] = (int)(t->local[k] + 2 * t->halo);
+        sizes[k] = (int)hpclab_topo_extent(t, k);
         sub[k] = k == d ? t->halo : (int)t->local[k];
         starts[k] = k == d ? (int)start : t->halo;
     }
@@ -52,6 +52,7 @@ int hpclab_topo_create(MPI_Comm comm, int ndims, const long *global, const int *
     memset(t, 0, sizeof *t);
     t->cart = MPI_COMM_NULL;
     t->halo = 1;
+    t->align = 1;
     for (int d = 0; d < HPCLAB_TOPO_MAXDIMS; d++)
         t->send_lo[d] = t->send_hi[d] = t->recv_lo[d] = t->recv_hi[d] = MPI_DATATYPE_NULL;
     MPI_Comm_size(comm, &size);
@@ -140,6 +141,35 @@ int hpclab_topo_set_halo(hpclab_topo *t, int halo, char *errmsg, size_t errlen)
     return 0;
 }
 
+long hpclab_round_up(long extent, int align)
+{
+    return align > 1 ? (extent + align - 1) / align * align : extent;
+}
+
+long hpclab_topo_extent(const hpclab_topo *t, int d)
+{
+    const long extent = t->local[d] + 2 * t->halo;
+
+    return d == t->ndims - 1 ? hpclab_round_up(extent, t->align) : extent;
+}
+
+size_t hpclab_topo_lead(const hpclab_topo *t)
+{
+    return t->align > 1 ? (size_t)((t->align - t->halo % t->align) % t->align) : 0;
+}
+
+int hpclab_topo_set_align(hpclab_topo *t, int align, char *errmsg, size_t errlen)
+{
+    if (align < 1 || align > 64) {
+        snprintf(errmsg, errlen, "rows are aligned to 1 to 64 doubles, got %d", align);
+        return 1;
+    }
+    free_face_types(t);
+    t->align = align;
+    face_types(t);
+    return 0;
+}
+
 void hpclab_topo_free(hpclab_topo *t)
 {
     free_face_types(t);
@@ -152,7 +182,7 @@ size_t hpclab_topo_points(const hpclab_topo *t)
     size_t points = 1;
 
     for (int d = 0; d < t->ndims; d++)
-        points *= (size_t)(t->local[d] + 2 * t->halo);
+        points *= (size_t)hpclab_topo_extent(t, d);
     return points;
 }
 

@@ -45,7 +45,7 @@ def _prepare(comm, v):
     if n < size:
         raise ValueError(f"n = {n} rows cannot be split over {size} ranks: every rank needs at "
                          f"least one row; use n >= {size} or fewer ranks")
-    need = KERNEL.extra["vectors"] * 8 * (n // size + 3) * (n + 2) * size
+    need = KERNEL.extra["vectors"] * 8 * (n // size + 3) * (n + 2 + _poisson.ROW_ALIGN) * size
     have = machine.memory_bytes()
     if have and need > have / 2:
         raise ValueError(f"n = {n} needs {need / 2**30:.1f} GiB for its four vectors, more "

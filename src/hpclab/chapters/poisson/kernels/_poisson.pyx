@@ -9,9 +9,9 @@ import numpy as np
 from mpi4py cimport MPI
 from mpi4py.libmpi cimport (MPI_Comm, MPI_Request, MPI_Barrier, MPI_Allreduce,
                             MPI_Wtime, MPI_DOUBLE, MPI_SUM)
-from hpclab_common cimport (HPCLAB_ERRLEN, HPCLAB_HALO_REQUESTS, hpclab_alloc, hpclab_free,
-                            hpclab_fail_together, hpclab_set_errmsg, hpclab_topo,
-                            hpclab_topo_create, hpclab_topo_free, hpclab_topo_points,
+from hpclab_common cimport (HPCLAB_ERRLEN, HPCLAB_HALO_REQUESTS, hpclab_fail_together,
+                            hpclab_set_errmsg, hpclab_topo, hpclab_topo_free,
+                            hpclab_topo_points, hpclab_topo_extent, hpclab_topo_lead,
                             hpclab_topo_gather, hpclab_halo_start, hpclab_halo_finish)
 from libc.math cimport sqrt
 from libc.string cimport memcpy, memset
@@ -19,6 +19,7 @@ from libc.string cimport memcpy, memset
 cdef extern from "poisson.h" nogil:
     enum:
         HPCLAB_POISSON_NMETRICS
+        HPCLAB_POISSON_ALIGN
     double HPCLAB_POISSON_TOL
     int hpclab_poisson(MPI_Comm comm, long n, int interleave, long iterations,
                        int repetitions, double *uout, double *times, char *errmsg,
@@ -34,11 +35,16 @@ cdef extern from "poisson.h" nogil:
     int hpclab_poisson_fault
     double hpclab_poisson_product(const hpclab_topo *t, double *p, double *q, int interleave,
                                   double *stamps)
+    int hpclab_poisson_topo(MPI_Comm comm, long n, hpclab_topo *t, char *errmsg,
+                            size_t errlen)
+    double *hpclab_poisson_vector(size_t points, size_t lead)
+    void hpclab_poisson_vector_free(double *v, size_t lead)
     double hpclab_poisson_streams(long rows, long n, int iterations, int repetitions)
 
 METRICS = ("iteration", "matvec", "halo", "reduce", "update", "iterations", "residual",
            "error", "rss", "rss_base")
 TOL = HPCLAB_POISSON_TOL
+ROW_ALIGN = HPCLAB_POISSON_ALIGN  # the C and Cython solvers' rows are padded to this many doubles
 
 
 class PoissonError(RuntimeError):
@@ -112,31 +118,40 @@ def run_c(MPI.Comm comm not None, long n, bint interleave, long iterations, int 
 cdef class Product:
     """The C solver's product q = A p with p's halo rows (``hpclab_poisson_product``, what
     every iteration of ``run_c`` calls) on this rank's rows of an n x n mesh split over
-    comm, p random and fixed: each call is one product, to time it alone. Collective: every
-    rank of comm makes one, calls it as often, and calls :meth:`free`."""
+    comm, in the solver's padded layout, p random and fixed: each call is one product, to
+    time it alone. Collective: every rank of comm makes one, calls it as often, and calls
+    :meth:`free`."""
     cdef hpclab_topo t
     cdef bint alive
     cdef bint interleave
-    cdef double[::1] p
-    cdef double[::1] q
+    cdef size_t lead
+    cdef double *p
+    cdef double *q
 
     def __cinit__(self, MPI.Comm comm not None, long n, bint interleave=True, seed=0):
-        cdef long glob[2]
-        cdef int dims[2]
         cdef char errmsg[HPCLAB_ERRLEN]
+        cdef size_t points, s
+        cdef long i
         self.alive = False
-        glob[0], glob[1] = n, n
-        dims[0], dims[1] = 0, 1
+        self.p = self.q = NULL
         errmsg[0] = 0
-        if hpclab_topo_create(comm.ob_mpi, 2, glob, dims, NULL, &self.t, errmsg,
-                              HPCLAB_ERRLEN):
+        if hpclab_poisson_topo(comm.ob_mpi, n, &self.t, errmsg, HPCLAB_ERRLEN):
             raise PoissonError(errmsg.decode(errors="replace"))
         self.alive = True
         self.interleave = interleave
-        p = np.zeros((self.t.local[0] + 2, n + 2))
-        p[1:-1, 1:-1] = np.random.default_rng(seed + self.t.rank).random((self.t.local[0], n))
-        self.p = p.reshape(-1)
-        self.q = np.zeros(p.size)
+        points = hpclab_topo_points(&self.t)
+        s = <size_t>hpclab_topo_extent(&self.t, 1)
+        self.lead = hpclab_topo_lead(&self.t)
+        self.p = hpclab_poisson_vector(points, self.lead)
+        self.q = hpclab_poisson_vector(points, self.lead)
+        if self.p == NULL or self.q == NULL:
+            self.free()
+            raise MemoryError(f"rank {comm.Get_rank()} cannot allocate two vectors of "
+                              f"{points} doubles")
+        values = np.random.default_rng(seed + self.t.rank).random((self.t.local[0], n))
+        cdef double[:, ::1] v = values
+        for i in range(self.t.local[0]):
+            memcpy(self.p + <size_t>(i + 1) * s + 1, &v[i, 0], <size_t>n * sizeof(double))
 
     def __call__(self):
         """One product; returns this rank's part of p·q."""
@@ -144,22 +159,30 @@ cdef class Product:
         if not self.alive:
             raise ValueError("this product was freed")
         with nogil:
-            pq = hpclab_poisson_product(&self.t, &self.p[0], &self.q[0], self.interleave, NULL)
+            pq = hpclab_poisson_product(&self.t, self.p, self.q, self.interleave, NULL)
         return pq
 
     def free(self):
-        """Free the Cartesian communicator and the halo datatypes (collective); safe twice."""
+        """Free the Cartesian communicator, the halo datatypes (collective) and the vectors;
+        safe twice."""
+        hpclab_poisson_vector_free(self.p, self.lead)
+        hpclab_poisson_vector_free(self.q, self.lead)
+        self.p = self.q = NULL
         if self.alive:
             hpclab_topo_free(&self.t)
             self.alive = False
+
+    def __dealloc__(self):
+        hpclab_poisson_vector_free(self.p, self.lead)
+        hpclab_poisson_vector_free(self.q, self.lead)
 
 
 # ----------------------------------------------------------------------------- native
 
 
-cdef double _matvec(double *p, double *q, long n, long i0, long i1) noexcept nogil:
-    """q = A p on rows i0..i1; the local p.q on those rows."""
-    cdef size_t s = <size_t>n + 2
+cdef double _matvec(double *p, double *q, long n, size_t s, long i0,
+                    long i1) noexcept nogil:
+    """q = A p on rows i0..i1 (stride s); the local p.q on those rows."""
     cdef size_t row, c
     cdef long i
     cdef double v, pq = 0
@@ -205,10 +228,8 @@ def run_cython(MPI.Comm comm not None, long n, bint interleave, long iterations,
     cdef double[:, ::1] tt = times
     cdef hpclab_topo t
     cdef bint have = False
-    cdef long glob[2]
-    cdef int dims[2]
     cdef int rep, failed = 0
-    cdef size_t points, m, s
+    cdef size_t points, m, s, lead = 0
     cdef double *x = NULL
     cdef double *r = NULL
     cdef double *p = NULL
@@ -220,24 +241,23 @@ def run_cython(MPI.Comm comm not None, long n, bint interleave, long iterations,
     cdef MPI_Request req[HPCLAB_HALO_REQUESTS]
     cdef char errmsg[HPCLAB_ERRLEN]
     errmsg[0] = 0
-    glob[0], glob[1] = n, n
-    dims[0], dims[1] = 0, 1
     out = None
     try:
         with nogil:
-            if hpclab_topo_create(comm.ob_mpi, 2, glob, dims, NULL, &t, errmsg, HPCLAB_ERRLEN):
+            if hpclab_poisson_topo(comm.ob_mpi, n, &t, errmsg, HPCLAB_ERRLEN):
                 with gil:
                     raise PoissonError(errmsg.decode(errors="replace"))
             have = True
             base = hpclab_vmrss()
             points = hpclab_topo_points(&t)
-            s = <size_t>n + 2
+            lead = hpclab_topo_lead(&t)
+            s = <size_t>hpclab_topo_extent(&t, 1)
             lr = t.local[0]
             m = <size_t>lr * s
-            x = <double *>hpclab_alloc(points * sizeof(double), 0)
-            r = <double *>hpclab_alloc(points * sizeof(double), 0)
-            p = <double *>hpclab_alloc(points * sizeof(double), 0)
-            q = <double *>hpclab_alloc(points * sizeof(double), 0)
+            x = hpclab_poisson_vector(points, lead)
+            r = hpclab_poisson_vector(points, lead)
+            p = hpclab_poisson_vector(points, lead)
+            q = hpclab_poisson_vector(points, lead)
             failed = x == NULL or r == NULL or p == NULL or q == NULL
             if failed:
                 with gil:
@@ -265,18 +285,18 @@ def run_cython(MPI.Comm comm not None, long n, bint interleave, long iterations,
                     a = MPI_Wtime()
                     hpclab_halo_start(&t, p, req)
                     b = MPI_Wtime()
-                    mine[0] = _matvec(p, q, n, 2, lr - 1) if interleave and lr > 2 else 0.0
+                    mine[0] = _matvec(p, q, n, s, 2, lr - 1) if interleave and lr > 2 else 0.0
                     c = MPI_Wtime()
                     hpclab_halo_finish(req)
                     if hpclab_poisson_fault and t.rank == t.size - 1:
                         p[1] += 1.0
                     d = MPI_Wtime()
                     if not interleave:
-                        mine[0] = _matvec(p, q, n, 1, lr)
+                        mine[0] = _matvec(p, q, n, s, 1, lr)
                     elif lr > 0:
-                        mine[0] += _matvec(p, q, n, 1, 1)
+                        mine[0] += _matvec(p, q, n, s, 1, 1)
                         if lr > 1:
-                            mine[0] += _matvec(p, q, n, lr, lr)
+                            mine[0] += _matvec(p, q, n, s, lr, lr)
                     e = MPI_Wtime()
                     MPI_Allreduce(mine, &pq, 1, MPI_DOUBLE, MPI_SUM, t.cart)
                     f_ = MPI_Wtime()
@@ -302,10 +322,10 @@ def run_cython(MPI.Comm comm not None, long n, bint interleave, long iterations,
         if not failed and _want(comm, want):
             out = _gather(comm, &t, x, n)
     finally:
-        hpclab_free(x)
-        hpclab_free(r)
-        hpclab_free(p)
-        hpclab_free(q)
+        hpclab_poisson_vector_free(x, lead)
+        hpclab_poisson_vector_free(r, lead)
+        hpclab_poisson_vector_free(p, lead)
+        hpclab_poisson_vector_free(q, lead)
         if have:
             hpclab_topo_free(&t)
     if failed or errmsg[0]:
@@ -316,12 +336,13 @@ def run_cython(MPI.Comm comm not None, long n, bint interleave, long iterations,
 cdef _gather(MPI.Comm comm, hpclab_topo *t, double *x, long n):
     """The global solution on rank 0 (None elsewhere), from every rank's block of x."""
     cdef long lr = t.local[0], i
+    cdef size_t s = <size_t>hpclab_topo_extent(t, 1)
     block = np.empty((lr, n))
     cdef double[:, ::1] bv = block
     cdef double[:, ::1] ov
     cdef double *pout = NULL
     for i in range(lr):
-        memcpy(&bv[i, 0], x + <size_t>(i + 1) * <size_t>(n + 2) + 1, <size_t>n * sizeof(double))
+        memcpy(&bv[i, 0], x + <size_t>(i + 1) * s + 1, <size_t>n * sizeof(double))
     out = np.empty((n, n)) if t.rank == 0 else None
     if out is not None:
         ov = out

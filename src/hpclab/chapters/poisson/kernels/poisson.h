@@ -44,7 +44,21 @@ enum hpclab_poisson_metric {
 int hpclab_poisson(MPI_Comm comm, long n, int interleave, long iterations, int repetitions,
                    double *uout, double *times, char *errmsg, size_t errlen);
 
-/* q = A p on one rank's block (rows of n + 2 doubles, local[0] + 2 of them) with p's halo
+/* The solver's layout: rows split in blocks over the ranks of comm (n x n interior points,
+ * one halo layer), every row padded to HPCLAB_POISSON_ALIGN doubles (its stride is
+ * hpclab_topo_extent(t, 1), not n + 2) so that each row's first interior point starts a
+ * cache line in a vector from hpclab_poisson_vector. 0, or 1 with errmsg on every rank.
+ * Collective. */
+#define HPCLAB_POISSON_ALIGN 8
+int hpclab_poisson_topo(MPI_Comm comm, long n, hpclab_topo *t, char *errmsg, size_t errlen);
+
+/* A zeroed vector of `points` doubles whose element `lead` of the allocation is its first
+ * (hpclab_topo_points and hpclab_topo_lead of the layout), or NULL; free it with
+ * hpclab_poisson_vector_free(v, lead) (NULL is ignored). */
+double *hpclab_poisson_vector(size_t points, size_t lead);
+void hpclab_poisson_vector_free(double *v, size_t lead);
+
+/* q = A p on one rank's block (local[0] + 2 padded rows) with p's halo
  * rows exchanged on the way: with interleave, the rows that need no halo while it travels.
  * The solver's own product, for timing it alone. Returns the rank's part of p.q; stamps
  * (may be NULL): the times the halo was started, the inner rows were done and the halo
@@ -56,7 +70,7 @@ double hpclab_poisson_product(const hpclab_topo *t, double *p, double *q, int in
 double hpclab_poisson_f(double x, double y);
 double hpclab_poisson_exact(double x, double y);
 
-/* The shared answer check, on one rank's block stored as (local[0] + 2) x (n + 2):
+/* The shared answer check, on one rank's block of the solver's layout:
  * b = h^2 f at the block's points (halo zero); max |u - x| over the block; the local
  * ||b - A x||^2 (x's halo rows are exchanged first, collective; q is scratch). */
 void hpclab_poisson_rhs(const hpclab_topo *t, double *b);
@@ -75,8 +89,8 @@ int hpclab_poisson_record(const hpclab_topo *t, double *x, double *q, long k, lo
 double hpclab_vmrss(void);
 
 /*
- * The bench's bound: on one rank's block of `rows` x n points (vectors of (rows + 2) x (n + 2)
- * doubles, as a solve's), `iterations` passes of an iteration's vector traffic without the
+ * The bench's bound: on one rank's block of `rows` x n points (vectors of rows + 2 rows,
+ * padded and aligned as a solve's), `iterations` passes of an iteration's vector traffic without the
  * stencil: q = 4 p with p.q (read p, write q, as q = A p with its neighbours in cache), then
  * the solver's own x += a p, r -= a q with r.r and p = r + b p. No CG iteration that stores q
  * moves less. Returns the best seconds per iteration over `repetitions`, or -1 when the
