@@ -38,6 +38,19 @@ void hpclab_free(void *ptr)
     free(ptr);
 }
 
+double *hpclab_alloc_doubles(size_t n, size_t lead, int hugepages)
+{
+    double *v = hpclab_alloc((n + lead) * sizeof *v, hugepages);
+
+    return v ? v + lead : NULL;
+}
+
+void hpclab_free_doubles(double *v, size_t lead)
+{
+    if (v)
+        free(v - lead);
+}
+
 void *hpclab_alloc_untouched(size_t nbytes, int hugepages)
 {
     size_t len = nbytes ? nbytes : 1;

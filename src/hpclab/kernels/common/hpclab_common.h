@@ -23,6 +23,12 @@
 void *hpclab_alloc(size_t nbytes, int hugepages);
 void hpclab_free(void *ptr);
 
+/* n zeroed doubles that start `lead` doubles into such an allocation (a padded layout's
+ * hpclab_topo_lead, so that its rows start cache lines), or NULL; free them with
+ * hpclab_free_doubles and the same lead (NULL is ignored). */
+double *hpclab_alloc_doubles(size_t n, size_t lead, int hugepages);
+void hpclab_free_doubles(double *v, size_t lead);
+
 /* Fresh pages that nobody has touched yet (mmap), so that the first thread to
  * write a page decides on which NUMA node it lives (first touch). Threaded
  * kernels initialise such arrays in parallel with the schedule of their loops.

@@ -6,6 +6,8 @@ cdef extern from "hpclab_common.h" nogil:
     enum: HPCLAB_ERRLEN
     void *hpclab_alloc(size_t nbytes, int hugepages)
     void hpclab_free(void *ptr)
+    double *hpclab_alloc_doubles(size_t n, size_t lead, int hugepages)
+    void hpclab_free_doubles(double *v, size_t lead)
     void *hpclab_alloc_untouched(size_t nbytes, int hugepages)
     void hpclab_free_untouched(void *ptr, size_t nbytes)
     int hpclab_fail_together(MPI_Comm comm, int failed, char *errmsg, size_t errlen)

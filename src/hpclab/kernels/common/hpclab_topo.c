@@ -141,6 +141,19 @@ int hpclab_topo_set_halo(hpclab_topo *t, int halo, char *errmsg, size_t errlen)
     return 0;
 }
 
+int hpclab_topo_create_aligned(MPI_Comm comm, int ndims, const long *global, const int *dims,
+                               const int *periods, int align, hpclab_topo *t, char *errmsg,
+                               size_t errlen)
+{
+    if (hpclab_topo_create(comm, ndims, global, dims, periods, t, errmsg, errlen))
+        return 1;
+    if (hpclab_topo_set_align(t, align, errmsg, errlen)) {
+        hpclab_topo_free(t);
+        return 1;
+    }
+    return 0;
+}
+
 long hpclab_round_up(long extent, int align)
 {
     return align > 1 ? (extent + align - 1) / align * align : extent;

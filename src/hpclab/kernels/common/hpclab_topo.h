@@ -97,12 +97,17 @@ int hpclab_topo_set_halo(hpclab_topo *t, int halo, char *errmsg, size_t errlen);
  * follow. Returns 0, or 1 with errmsg for an align outside 1..64. Local. */
 int hpclab_topo_set_align(hpclab_topo *t, int align, char *errmsg, size_t errlen);
 
+/* hpclab_topo_create, then hpclab_topo_set_align(t, align): 0, or 1 with errmsg (t freed). */
+int hpclab_topo_create_aligned(MPI_Comm comm, int ndims, const long *global, const int *dims,
+                               const int *periods, int align, hpclab_topo *t, char *errmsg,
+                               size_t errlen);
+
 /* The stored extent of dimension d (its points, halo and padding included). */
 long hpclab_topo_extent(const hpclab_topo *t, int d);
 
 /* Doubles to skip at the start of an allocation aligned to align doubles (hpclab_alloc's
- * pages) so that every row's first interior point is aligned: allocate
- * hpclab_topo_points + hpclab_topo_lead doubles and use them from that offset. */
+ * pages) so that every row's first interior point is aligned:
+ * hpclab_alloc_doubles(hpclab_topo_points(t), hpclab_topo_lead(t), ...). */
 size_t hpclab_topo_lead(const hpclab_topo *t);
 
 /* extent rounded up to a multiple of align (unchanged for align <= 1) */

@@ -10,8 +10,10 @@ from mpi4py cimport MPI
 from mpi4py.libmpi cimport (MPI_Comm, MPI_Request, MPI_Barrier, MPI_Allreduce, MPI_Bcast, MPI_Wtime,
                             MPI_DOUBLE, MPI_INT, MPI_MAX)
 from hpclab_common cimport (HPCLAB_ERRLEN, HPCLAB_HALO_REQUESTS, hpclab_alloc, hpclab_free,
+                            hpclab_alloc_doubles, hpclab_free_doubles,
                             hpclab_fail_together, hpclab_set_errmsg, hpclab_topo,
-                            hpclab_topo_create, hpclab_topo_free, hpclab_topo_points,
+                            hpclab_topo_free, hpclab_topo_points, hpclab_topo_extent,
+                            hpclab_topo_lead,
                             hpclab_topo_scatter, hpclab_topo_gather, hpclab_halo_start,
                             hpclab_halo_finish)
 from libc.string cimport memcpy
@@ -24,6 +26,8 @@ cdef extern from "jacobi.h" nogil:
                       int overlap, int sweeps, int repetitions, const double *u0,
                       double *uout, double *times, char *errmsg, size_t errlen)
     void hpclab_jacobi_dims(int decomposition, int *dims)
+    int hpclab_jacobi_topo(MPI_Comm comm, const int *dims, const long *glob, hpclab_topo *t,
+                           char *errmsg, size_t errlen)
     void hpclab_jacobi_manufactured(const hpclab_topo *t, double *u, double *f)
     double hpclab_jacobi_error(const hpclab_topo *t, const double *u)
     void hpclab_jacobi_weights(const hpclab_topo *t, double *w, double *diag)
@@ -127,7 +131,7 @@ def run_c(MPI.Comm comm not None, int decomposition, long nx, long ny, long nz, 
 
 cdef void _update(hpclab_topo *t, double *u, double *f, double *unew, double *w, double diag,
                   long i0, long i1, long j0, long j1, long k0, long k1) noexcept nogil:
-    cdef size_t sy = <size_t>(t.local[2] + 2)
+    cdef size_t sy = <size_t>hpclab_topo_extent(t, 2)  # rows padded to whole cache lines
     cdef size_t sx = <size_t>(t.local[1] + 2) * sy
     cdef double w0 = w[0], w1 = w[1], w2 = w[2], inv = 1.0 / diag
     cdef long rows = hpclab_jacobi_block_rows(hpclab_jacobi_cache(), t.local[1], t.local[2])
@@ -139,7 +143,7 @@ cdef void _update(hpclab_topo *t, double *u, double *f, double *unew, double *w,
         je = min(jb + rows - 1, j1)
         for i in range(i0, i1 + 1):
             for j in range(jb, je + 1):
-                row = (<size_t>i * <size_t>(t.local[1] + 2) + <size_t>j) * sy
+                row = <size_t>i * sx + <size_t>j * sy
                 for k in range(k0, k1 + 1):
                     c = row + <size_t>k
                     unew[c] = (w0 * (u[c - sx] + u[c + sx]) + w1 * (u[c - sy] + u[c + sy])
@@ -159,7 +163,7 @@ cdef void _shell(hpclab_topo *t, double *u, double *f, double *unew, double *w,
 
 
 cdef void _interior(hpclab_topo *t, double *field, double *block, bint to_block) noexcept nogil:
-    cdef size_t n = 0, sy = <size_t>(t.local[2] + 2)
+    cdef size_t n = 0, sy = <size_t>hpclab_topo_extent(t, 2)
     cdef long i, j
     cdef double *row
     for i in range(1, t.local[0] + 1):
@@ -182,7 +186,7 @@ def run_cython(MPI.Comm comm not None, int decomposition, long nx, long ny, long
     cdef long glob[3]
     cdef int dims[3]
     cdef int r, s, failed = 0
-    cdef size_t points, nlocal
+    cdef size_t points, nlocal, lead = 0
     cdef double *u = NULL
     cdef double *unew = NULL
     cdef double *f = NULL
@@ -213,15 +217,16 @@ def run_cython(MPI.Comm comm not None, int decomposition, long nx, long ny, long
     hpclab_jacobi_dims(decomposition, dims)
     try:
         with nogil:
-            if hpclab_topo_create(comm.ob_mpi, 3, glob, dims, NULL, &t, errmsg, HPCLAB_ERRLEN):
+            if hpclab_jacobi_topo(comm.ob_mpi, dims, glob, &t, errmsg, HPCLAB_ERRLEN):
                 with gil:
                     raise JacobiError(errmsg.decode(errors="replace"))
             have = True
             points = hpclab_topo_points(&t)
             nlocal = <size_t>t.local[0] * <size_t>t.local[1] * <size_t>t.local[2]
-            u = <double *>hpclab_alloc(points * sizeof(double), 1)
-            unew = <double *>hpclab_alloc(points * sizeof(double), 1)
-            f = <double *>hpclab_alloc(points * sizeof(double), 1)
+            lead = hpclab_topo_lead(&t)
+            u = hpclab_alloc_doubles(points, lead, 1)
+            unew = hpclab_alloc_doubles(points, lead, 1)
+            f = hpclab_alloc_doubles(points, lead, 1)
             if is_given:
                 block = <double *>hpclab_alloc(nlocal * sizeof(double), 0)
             failed = u == NULL or unew == NULL or f == NULL or (is_given and block == NULL)
@@ -253,7 +258,7 @@ def run_cython(MPI.Comm comm not None, int decomposition, long nx, long ny, long
                     c = MPI_Wtime()
                     hpclab_halo_finish(req)
                     if hpclab_jacobi_fault and t.rank == t.size - 1:
-                        u[<size_t>(lz + 2) + 1] += 1.0  # halo point (0, 1, 1)
+                        u[<size_t>hpclab_topo_extent(&t, 2) + 1] += 1.0  # halo point (0, 1, 1)
                     d = MPI_Wtime()
                     if overlap:
                         _shell(&t, u, f, unew, w, diag)
@@ -286,9 +291,9 @@ def run_cython(MPI.Comm comm not None, int decomposition, long nx, long ny, long
                 _interior(&t, u, block, True)
                 failed = hpclab_topo_gather(&t, 0, block, pout)
     finally:
-        hpclab_free(u)
-        hpclab_free(unew)
-        hpclab_free(f)
+        hpclab_free_doubles(u, lead)
+        hpclab_free_doubles(unew, lead)
+        hpclab_free_doubles(f, lead)
         hpclab_free(block)
         if have:
             hpclab_topo_free(&t)

@@ -28,8 +28,17 @@
 
 int hpclab_jacobi_fault = 0;
 
+/* rows padded to whole cache lines (hpclab_topo_set_align): the stored row is
+ * hpclab_topo_extent(t, 2) doubles, not local[2] + 2 */
 #define IDX(t, i, j, k) ((((size_t)(i)) * (size_t)((t)->local[1] + 2) + (size_t)(j)) \
-                         * (size_t)((t)->local[2] + 2) + (size_t)(k))
+                         * (size_t)hpclab_topo_extent(t, 2) + (size_t)(k))
+
+int hpclab_jacobi_topo(MPI_Comm comm, const int *dims, const long *global, hpclab_topo *t,
+                       char *errmsg, size_t errlen)
+{
+    return hpclab_topo_create_aligned(comm, 3, global, dims, NULL, HPCLAB_JACOBI_ALIGN, t,
+                                      errmsg, errlen);
+}
 
 void hpclab_jacobi_dims(int decomposition, int *dims)
 {
@@ -129,8 +138,8 @@ static void update(const hpclab_topo *t, const double *restrict u, const double 
                    double *restrict unew, const double *w, double diag, long i0, long i1,
                    long j0, long j1, long k0, long k1)
 {
-    const size_t sx = (size_t)(t->local[1] + 2) * (size_t)(t->local[2] + 2);
-    const size_t sy = (size_t)(t->local[2] + 2);
+    const size_t sy = (size_t)hpclab_topo_extent(t, 2);
+    const size_t sx = (size_t)(t->local[1] + 2) * sy;
     const double w0 = w[0], w1 = w[1], w2 = w[2], inv = 1.0 / diag;
     const long rows = hpclab_jacobi_block_rows(cache_budget, t->local[1], t->local[2]);
 
@@ -184,9 +193,12 @@ static void interior(const hpclab_topo *t, double *field, double *block, int to_
 
 double hpclab_jacobi_streams(long l, int sweeps, int repetitions)
 {
-    const size_t sy = (size_t)l + 2, sx = sy * sy, n = sx * sy;
-    double *u = hpclab_alloc(n * sizeof *u, 1), *f = hpclab_alloc(n * sizeof *f, 1);
-    double *unew = hpclab_alloc(n * sizeof *unew, 1), best = -1;
+    /* the sweep's layout: rows padded to HPCLAB_JACOBI_ALIGN doubles, column 1 aligned */
+    const size_t sy = (size_t)hpclab_round_up(l + 2, HPCLAB_JACOBI_ALIGN);
+    const size_t sx = sy * (size_t)(l + 2), n = sx * (size_t)(l + 2);
+    const size_t lead = HPCLAB_JACOBI_ALIGN - 1;
+    double *u = hpclab_alloc_doubles(n, lead, 1), *f = hpclab_alloc_doubles(n, lead, 1);
+    double *unew = hpclab_alloc_doubles(n, lead, 1), best = -1;
     int wrong = 0;
 
     if (u && f && unew && l >= 1 && sweeps >= 1) {
@@ -202,7 +214,7 @@ double hpclab_jacobi_streams(long l, int sweeps, int repetitions)
 
                 for (long i = 1; i <= l; i++)
                     for (long j = 1; j <= l; j++) {
-                        const size_t row = ((size_t)i * sy + (size_t)j) * sy;
+                        const size_t row = (size_t)i * sx + (size_t)j * sy;
 
                         for (long k = 1; k <= l; k++)
                             unew[row + (size_t)k] = u[row + (size_t)k + sx] + f[row + (size_t)k];
@@ -218,14 +230,14 @@ double hpclab_jacobi_streams(long l, int sweeps, int repetitions)
          * first interior row of every plane against that input */
         for (long i = 1; i <= l && !wrong; i++)
             for (long k = 1; k <= l && !wrong; k++) {
-                const size_t c = ((size_t)i * sy + 1) * sy + (size_t)k;
+                const size_t c = (size_t)i * sx + sy + (size_t)k;
 
                 wrong = u[c] != unew[c + sx] + f[c];
             }
     }
-    hpclab_free(u);
-    hpclab_free(f);
-    hpclab_free(unew);
+    hpclab_free_doubles(u, lead);
+    hpclab_free_doubles(f, lead);
+    hpclab_free_doubles(unew, lead);
     return wrong ? -1 : best;
 }
 
@@ -236,7 +248,7 @@ int hpclab_jacobi(MPI_Comm comm, int decomposition, long nx, long ny, long nz, i
     hpclab_topo t;
     long global[3] = {nx, ny, nz};
     int dims[3], given, failed = 0;
-    size_t points, nlocal;
+    size_t points, nlocal, lead = 0;
     double *u = NULL, *unew = NULL, *f = NULL, *block = NULL, w[3], diag;
     char msg[HPCLAB_ERRLEN] = "";
 
@@ -247,15 +259,16 @@ int hpclab_jacobi(MPI_Comm comm, int decomposition, long nx, long ny, long nz, i
         return 1;
     }
     hpclab_jacobi_dims(decomposition, dims);
-    if (hpclab_topo_create(comm, 3, global, dims, NULL, &t, errmsg, errlen))
+    if (hpclab_jacobi_topo(comm, dims, global, &t, errmsg, errlen))
         return 1;
     given = t.rank == 0 && u0 != NULL;
     MPI_Bcast(&given, 1, MPI_INT, 0, t.cart);
     points = hpclab_topo_points(&t);
+    lead = hpclab_topo_lead(&t);
     nlocal = (size_t)t.local[0] * (size_t)t.local[1] * (size_t)t.local[2];
-    u = hpclab_alloc(points * sizeof *u, 1);
-    unew = hpclab_alloc(points * sizeof *unew, 1);
-    f = hpclab_alloc(points * sizeof *f, 1);
+    u = hpclab_alloc_doubles(points, lead, 1);
+    unew = hpclab_alloc_doubles(points, lead, 1);
+    f = hpclab_alloc_doubles(points, lead, 1);
     block = given ? hpclab_alloc(nlocal * sizeof *block, 0) : NULL;
     if (!u || !unew || !f || (given && !block)) {
         snprintf(msg, sizeof msg, "rank %d cannot allocate the fields of %zu points", t.rank,
@@ -326,9 +339,9 @@ int hpclab_jacobi(MPI_Comm comm, int decomposition, long nx, long ny, long nz, i
     }
 
 done:
-    hpclab_free(u);
-    hpclab_free(unew);
-    hpclab_free(f);
+    hpclab_free_doubles(u, lead);
+    hpclab_free_doubles(unew, lead);
+    hpclab_free_doubles(f, lead);
     hpclab_free(block);
     hpclab_topo_free(&t);
     if (failed || msg[0]) {

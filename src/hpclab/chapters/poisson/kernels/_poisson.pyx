@@ -10,6 +10,7 @@ from mpi4py cimport MPI
 from mpi4py.libmpi cimport (MPI_Comm, MPI_Request, MPI_Barrier, MPI_Allreduce,
                             MPI_Wtime, MPI_DOUBLE, MPI_SUM)
 from hpclab_common cimport (HPCLAB_ERRLEN, HPCLAB_HALO_REQUESTS, hpclab_fail_together,
+                            hpclab_alloc_doubles, hpclab_free_doubles,
                             hpclab_set_errmsg, hpclab_topo, hpclab_topo_free,
                             hpclab_topo_points, hpclab_topo_extent, hpclab_topo_lead,
                             hpclab_topo_gather, hpclab_halo_start, hpclab_halo_finish)
@@ -37,8 +38,6 @@ cdef extern from "poisson.h" nogil:
                                   double *stamps)
     int hpclab_poisson_topo(MPI_Comm comm, long n, hpclab_topo *t, char *errmsg,
                             size_t errlen)
-    double *hpclab_poisson_vector(size_t points, size_t lead)
-    void hpclab_poisson_vector_free(double *v, size_t lead)
     double hpclab_poisson_streams(long rows, long n, int iterations, int repetitions)
 
 METRICS = ("iteration", "matvec", "halo", "reduce", "update", "iterations", "residual",
@@ -142,8 +141,8 @@ cdef class Product:
         points = hpclab_topo_points(&self.t)
         s = <size_t>hpclab_topo_extent(&self.t, 1)
         self.lead = hpclab_topo_lead(&self.t)
-        self.p = hpclab_poisson_vector(points, self.lead)
-        self.q = hpclab_poisson_vector(points, self.lead)
+        self.p = hpclab_alloc_doubles(points, self.lead, 0)
+        self.q = hpclab_alloc_doubles(points, self.lead, 0)
         if self.p == NULL or self.q == NULL:
             self.free()
             raise MemoryError(f"rank {comm.Get_rank()} cannot allocate two vectors of "
@@ -165,16 +164,16 @@ cdef class Product:
     def free(self):
         """Free the Cartesian communicator, the halo datatypes (collective) and the vectors;
         safe twice."""
-        hpclab_poisson_vector_free(self.p, self.lead)
-        hpclab_poisson_vector_free(self.q, self.lead)
+        hpclab_free_doubles(self.p, self.lead)
+        hpclab_free_doubles(self.q, self.lead)
         self.p = self.q = NULL
         if self.alive:
             hpclab_topo_free(&self.t)
             self.alive = False
 
     def __dealloc__(self):
-        hpclab_poisson_vector_free(self.p, self.lead)
-        hpclab_poisson_vector_free(self.q, self.lead)
+        hpclab_free_doubles(self.p, self.lead)
+        hpclab_free_doubles(self.q, self.lead)
 
 
 # ----------------------------------------------------------------------------- native
@@ -254,10 +253,10 @@ def run_cython(MPI.Comm comm not None, long n, bint interleave, long iterations,
             s = <size_t>hpclab_topo_extent(&t, 1)
             lr = t.local[0]
             m = <size_t>lr * s
-            x = hpclab_poisson_vector(points, lead)
-            r = hpclab_poisson_vector(points, lead)
-            p = hpclab_poisson_vector(points, lead)
-            q = hpclab_poisson_vector(points, lead)
+            x = hpclab_alloc_doubles(points, lead, 0)
+            r = hpclab_alloc_doubles(points, lead, 0)
+            p = hpclab_alloc_doubles(points, lead, 0)
+            q = hpclab_alloc_doubles(points, lead, 0)
             failed = x == NULL or r == NULL or p == NULL or q == NULL
             if failed:
                 with gil:
@@ -322,10 +321,10 @@ def run_cython(MPI.Comm comm not None, long n, bint interleave, long iterations,
         if not failed and _want(comm, want):
             out = _gather(comm, &t, x, n)
     finally:
-        hpclab_poisson_vector_free(x, lead)
-        hpclab_poisson_vector_free(r, lead)
-        hpclab_poisson_vector_free(p, lead)
-        hpclab_poisson_vector_free(q, lead)
+        hpclab_free_doubles(x, lead)
+        hpclab_free_doubles(r, lead)
+        hpclab_free_doubles(p, lead)
+        hpclab_free_doubles(q, lead)
         if have:
             hpclab_topo_free(&t)
     if failed or errmsg[0]:

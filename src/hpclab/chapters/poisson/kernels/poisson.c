@@ -132,26 +132,8 @@ int hpclab_poisson_topo(MPI_Comm comm, long n, hpclab_topo *t, char *errmsg, siz
     long global[2] = {n, n};
     int dims[2] = {0, 1};
 
-    if (hpclab_topo_create(comm, 2, global, dims, NULL, t, errmsg, errlen))
-        return 1;
-    if (hpclab_topo_set_align(t, HPCLAB_POISSON_ALIGN, errmsg, errlen)) {
-        hpclab_topo_free(t);
-        return 1;
-    }
-    return 0;
-}
-
-double *hpclab_poisson_vector(size_t points, size_t lead)
-{
-    double *v = hpclab_alloc((points + lead) * sizeof *v, 0);
-
-    return v ? v + lead : NULL;
-}
-
-void hpclab_poisson_vector_free(double *v, size_t lead)
-{
-    if (v)
-        hpclab_free(v - lead);
+    return hpclab_topo_create_aligned(comm, 2, global, dims, NULL, HPCLAB_POISSON_ALIGN, t,
+                                      errmsg, errlen);
 }
 
 double hpclab_poisson_streams(long rows, long n, int iterations, int repetitions)
@@ -163,8 +145,8 @@ double hpclab_poisson_streams(long rows, long n, int iterations, int repetitions
     const size_t s = (size_t)hpclab_round_up(n + 2, HPCLAB_POISSON_ALIGN);
     const size_t points = ((size_t)rows + 2) * s, m = (size_t)rows * s;
     const size_t lead = HPCLAB_POISSON_ALIGN - 1; /* column 1 aligned, as a solve's */
-    double *x = hpclab_poisson_vector(points, lead), *r = hpclab_poisson_vector(points, lead);
-    double *p = hpclab_poisson_vector(points, lead), *q = hpclab_poisson_vector(points, lead);
+    double *x = hpclab_alloc_doubles(points, lead, 0), *r = hpclab_alloc_doubles(points, lead, 0);
+    double *p = hpclab_alloc_doubles(points, lead, 0), *q = hpclab_alloc_doubles(points, lead, 0);
     double best = -1, sink = 0;
     int wrong = rows < 1 || n < 1 || iterations < 1;
 
@@ -201,10 +183,10 @@ double hpclab_poisson_streams(long rows, long n, int iterations, int repetitions
     }
     if (!(x && r && p && q) || !(sink == sink))
         wrong = 1;
-    hpclab_poisson_vector_free(x, lead);
-    hpclab_poisson_vector_free(r, lead);
-    hpclab_poisson_vector_free(p, lead);
-    hpclab_poisson_vector_free(q, lead);
+    hpclab_free_doubles(x, lead);
+    hpclab_free_doubles(r, lead);
+    hpclab_free_doubles(p, lead);
+    hpclab_free_doubles(q, lead);
     return wrong ? -1 : best;
 }
 
@@ -360,10 +342,10 @@ int hpclab_poisson(MPI_Comm comm, long n, int interleave, long iterations, int r
     lead = hpclab_topo_lead(&t);
     s = (size_t)hpclab_topo_extent(&t, 1);
     m = (size_t)t.local[0] * s; /* the block's rows, halo columns and padding included */
-    x = hpclab_poisson_vector(points, lead);
-    r = hpclab_poisson_vector(points, lead);
-    p = hpclab_poisson_vector(points, lead);
-    q = hpclab_poisson_vector(points, lead);
+    x = hpclab_alloc_doubles(points, lead, 0);
+    r = hpclab_alloc_doubles(points, lead, 0);
+    p = hpclab_alloc_doubles(points, lead, 0);
+    q = hpclab_alloc_doubles(points, lead, 0);
     block = want ? hpclab_alloc((size_t)t.local[0] * (size_t)n * sizeof *block, 0) : NULL;
     if (!x || !r || !p || !q || (want && t.local[0] > 0 && !block)) {
         snprintf(msg, sizeof msg, "rank %d cannot allocate four vectors of %zu doubles",
@@ -423,10 +405,10 @@ int hpclab_poisson(MPI_Comm comm, long n, int interleave, long iterations, int r
     }
 
 done:
-    hpclab_poisson_vector_free(x, lead);
-    hpclab_poisson_vector_free(r, lead);
-    hpclab_poisson_vector_free(p, lead);
-    hpclab_poisson_vector_free(q, lead);
+    hpclab_free_doubles(x, lead);
+    hpclab_free_doubles(r, lead);
+    hpclab_free_doubles(p, lead);
+    hpclab_free_doubles(q, lead);
     hpclab_free(block);
     hpclab_topo_free(&t);
     if (failed || msg[0]) {

@@ -47,16 +47,10 @@ int hpclab_poisson(MPI_Comm comm, long n, int interleave, long iterations, int r
 /* The solver's layout: rows split in blocks over the ranks of comm (n x n interior points,
  * one halo layer), every row padded to HPCLAB_POISSON_ALIGN doubles (its stride is
  * hpclab_topo_extent(t, 1), not n + 2) so that each row's first interior point starts a
- * cache line in a vector from hpclab_poisson_vector. 0, or 1 with errmsg on every rank.
- * Collective. */
+ * cache line in a vector from hpclab_alloc_doubles(points, hpclab_topo_lead(t), 0). 0, or 1
+ * with errmsg on every rank. Collective. */
 #define HPCLAB_POISSON_ALIGN 8
 int hpclab_poisson_topo(MPI_Comm comm, long n, hpclab_topo *t, char *errmsg, size_t errlen);
-
-/* A zeroed vector of `points` doubles whose element `lead` of the allocation is its first
- * (hpclab_topo_points and hpclab_topo_lead of the layout), or NULL; free it with
- * hpclab_poisson_vector_free(v, lead) (NULL is ignored). */
-double *hpclab_poisson_vector(size_t points, size_t lead);
-void hpclab_poisson_vector_free(double *v, size_t lead);
 
 /* q = A p on one rank's block (local[0] + 2 padded rows) with p's halo
  * rows exchanged on the way: with interleave, the rows that need no halo while it travels.
