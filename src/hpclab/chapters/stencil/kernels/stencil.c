@@ -9,7 +9,8 @@
  *
  * NOTES
  *   Arrays hold (l3 + 2r) x (l2 + 2r) x (l1 + 2r) doubles, r = order / 2 halo layers all
- *   round (kernels/common/hpclab_topo.c with hpclab_topo_set_halo). The weights come from
+ *   round (kernels/common/hpclab_topo.c with hpclab_topo_set_halo), each row padded to whole
+ *   cache lines with its first interior point at the start of one (hpclab_topo_set_align). The weights come from
  *   Fornberg's algorithm, scaled by 1/h^2 per axis; the loops are compiled once per radius
  *   (1 to 8) so that the sum over the stencil unrolls and axis 1 runs in vector
  *   lanes. One output point reads 2r + 1 points of u along an axis (6r + 1 for the
@@ -370,7 +371,8 @@ int hpclab_stencil_setup(MPI_Comm comm, int op, int order, const int *dims, long
         memcpy(grid, dims, sizeof grid);
     if (hpclab_topo_create(comm, 3, global, grid, NULL, &P->t, errmsg, errlen))
         return 1;
-    if (hpclab_topo_set_halo(&P->t, order / 2, errmsg, errlen)) {
+    if (hpclab_topo_set_halo(&P->t, order / 2, errmsg, errlen)
+        || hpclab_topo_set_align(&P->t, HPCLAB_STENCIL_ALIGN, errmsg, errlen)) {
         hpclab_topo_free(&P->t);
         return 1;
     }
@@ -382,11 +384,12 @@ int hpclab_stencil_setup(MPI_Comm comm, int op, int order, const int *dims, long
         P->e[d] = (size_t)(P->t.local[d] + 2 * P->r);
     }
     P->s[2] = 1;
-    P->s[1] = P->e[2];
-    P->s[0] = P->e[1] * P->e[2];
+    P->s[1] = (size_t)hpclab_topo_extent(&P->t, 2);
+    P->s[0] = P->e[1] * P->s[1];
     weights_of(P, c);
-    P->u = hpclab_alloc(hpclab_topo_points(&P->t) * sizeof *P->u, 1);
-    P->w = hpclab_alloc(hpclab_topo_points(&P->t) * sizeof *P->w, 1);
+    P->lead = hpclab_topo_lead(&P->t);
+    P->u = hpclab_alloc_doubles(hpclab_topo_points(&P->t), P->lead, 1);
+    P->w = hpclab_alloc_doubles(hpclab_topo_points(&P->t), P->lead, 1);
     if (!P->u || !P->w || sines(P)) {
         snprintf(msg, sizeof msg, "rank %d cannot allocate two arrays of %zu doubles",
                  P->t.rank, hpclab_topo_points(&P->t));
@@ -422,8 +425,8 @@ int hpclab_stencil_record(problem *P, int rep, int repetitions, double wall, dou
 
 void hpclab_stencil_free(problem *P)
 {
-    hpclab_free(P->u);
-    hpclab_free(P->w);
+    hpclab_free_doubles(P->u, P->lead);
+    hpclab_free_doubles(P->w, P->lead);
     for (int d = 0; d < 3; d++)
         hpclab_free(P->sine[d]);
     P->u = P->w = P->sine[0] = P->sine[1] = P->sine[2] = NULL;

@@ -68,12 +68,16 @@ int hpclab_stencil(MPI_Comm comm, int op, int order, const int *dims, long n3, l
  * The parts of hpclab_stencil that another implementation of the loops (the Cython one)
  * shares: the decomposition, the arrays and weights, the halo, the check and the record.
  */
+/* rows padded to this many doubles (64 bytes) */
+#define HPCLAB_STENCIL_ALIGN 8
+
 typedef struct {
     hpclab_topo t;
     int op, r, threads;
     long l[3];                 /* interior points per dimension (C order: 0 is axis 3) */
     size_t e[3];               /* extents with the halo */
-    size_t s[3];               /* strides: s[2] = 1, s[1] = e[2], s[0] = e[1] e[2] */
+    size_t s[3];               /* strides: s[2] = 1, s[1] = e[2] padded to whole cache lines
+                                  (hpclab_topo_set_align), s[0] = e[1] s[1] */
     double a[3][HPCLAB_STENCIL_MAX_ORDER / 2 + 1]; /* weights / h^2 per dimension; 0 where
                                                       the operator does not act */
     double centre;             /* a[0][0] + a[1][0] + a[2][0] */
@@ -81,7 +85,10 @@ typedef struct {
     double k2;                 /* wave propagator: (c dt)^2; w = 2 u - w + k2 Laplacian(u) */
     int wave;                  /* 1: the propagator's update instead of w = operator(u) */
     double *sine[3];           /* u's factor along each dimension, halo included */
-    double *u, *w;             /* (e[0] x e[1] x e[2]) doubles each */
+    double *u, *w;             /* (e[0] x e[1] x s[1]) doubles each, from hpclab_alloc_doubles
+                                  with lead doubles before them: every row's first interior
+                                  point starts a cache line */
+    size_t lead;
 } hpclab_stencil_problem;
 
 /* Decompose, allocate, fill u (halo included) and w = 0. Collective; 0, or 1 on every rank
