@@ -212,7 +212,9 @@ def test_without_libraries_the_words_say_why_and_nothing_else(tmp_path, monkeypa
     from hpclab.chapters.mpilibs import analysis
 
     monkeypatch.setenv("HPCLAB_MPILIBS", str(tmp_path))
+    monkeypatch.chdir(tmp_path)  # the page's data files go to ./data, as in the book's folder
     run, why = analysis.measurement("quick")
+    assert (tmp_path / "data" / "mpilibs-records.json").exists()
     assert run is None and "make mpilibs" in why and "not set up in" in why
     words = analysis.numbers(None, why)
     assert words["libraries_words"] == why and words["ranks"] == "2"

@@ -28,7 +28,9 @@ def test_distributed_sweeps_equal_a_serial_sweep(impl, decomposition, overlap):
         assert got is None
 
 
-@pytest.mark.parametrize("budget", [1, 3 * 7 * 8 * 5])
+# a row of 5 + 2 points is stored padded to a cache line's 8 doubles: 3 planes of 5 such rows
+# hold blocks of 3 rows (each block reads its 3 rows and the 2 beside them)
+@pytest.mark.parametrize("budget", [1, 3 * 8 * 8 * 5])
 def test_blocked_sweeps_equal_a_serial_sweep(budget):
     """Spatial blocking (rows of j in blocks, each through every plane): blocks of one row,
     and of three with a remainder, give the serial sweep's field."""
@@ -40,7 +42,9 @@ def test_blocked_sweeps_equal_a_serial_sweep(budget):
     _jacobi.set_cache(budget)
     try:
         assert _jacobi.block_rows(budget, 11, 5) == (1 if budget == 1 else 3)
-        assert _jacobi.block_rows(0, 11, 5) == _jacobi.block_rows(3 * 13 * 7 * 8, 11, 5) == 11
+        # three planes of 13 rows of 5 + 2 points, each row padded to a cache line's 8
+        assert _jacobi.block_rows(0, 11, 5) == _jacobi.block_rows(3 * 13 * 8 * 8, 11, 5) == 11
+        assert _jacobi.block_rows(3 * 13 * 8 * 8 - 1, 11, 5) < 11
         for impl in ("c", "cython"):
             for decomposition, overlap in (("slab", False), ("cube", True)):
                 got = jacobi.field(COMM, u0, impl=impl, decomposition=decomposition,

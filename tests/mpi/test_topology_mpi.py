@@ -200,8 +200,11 @@ def test_padded_rows_exchange_like_unpadded_ones(shape, dims, periods, halo, ali
     an aligned offset."""
     from types import SimpleNamespace
 
-    from hpclab.kernels.common._common import CTopology
+    from hpclab.kernels.common._common import LINE_DOUBLES, CTopology
+    from hpclab.kernels.topology import LINE_DOUBLES as PY_LINE_DOUBLES, padded_row
 
+    assert LINE_DOUBLES == PY_LINE_DOUBLES == padded_row(1), \
+        "hpclab_topo.h's HPCLAB_LINE_DOUBLES and hpclab.kernels.topology.LINE_DOUBLES differ"
     dims = dims or (0,) * len(shape)
     t = CTopology(COMM, shape, dims, periods, halo, align)
     try:

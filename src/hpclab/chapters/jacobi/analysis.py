@@ -36,6 +36,7 @@ from hpclab.chapters.jacobi.sweep import (  # noqa: F401 (the sweep's, for pages
 )
 from hpclab.chapters.pingpong.analysis import hockney_model as pingpong_model  # noqa: F401
 from hpclab.chapters.stream.analysis import add_bandwidth as stream_bandwidth  # noqa: F401
+from hpclab.kernels.topology import padded_row
 
 BYTES_PER_FACE_POINT = HALO_BYTES_PER_FACE_POINT  # two faces of 8-byte doubles
 
@@ -302,7 +303,7 @@ def blocking_table(meta, sizes=(128, 256, 384, 1024)):
     if not budget:
         return pd.DataFrame(rows)
     for L in sizes:
-        planes = 3 * (L + 2) ** 2 * 8
+        planes = 3 * (L + 2) * padded_row(L + 2) * 8
         b = _jacobi.block_rows(budget, L, L)
         plain = 8.0 if planes <= budget else 24.0
         rows.append({"L": L, "three planes of u [MiB]": planes / 2**20,
@@ -342,8 +343,9 @@ def _largest_cache(meta):
 
 
 def _array_bytes(L):
-    """The bytes of one rank's three arrays (u, u_new, f with their halos) at L."""
-    return 3 * (L + 2) ** 3 * 8
+    """The bytes of one rank's three arrays (u, u_new, f with their halos and padded rows)
+    at L."""
+    return 3 * (L + 2) ** 2 * padded_row(L + 2) * 8
 
 
 def bound_regime_words(sizes, meta):

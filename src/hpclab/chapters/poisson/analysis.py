@@ -386,11 +386,11 @@ def _memory_words(mem):
     if mem.empty:
         return ("This profile's meshes are too small for VmRSS to see their vectors; the "
                 "standard profile goes up to N = 1024")
-    from hpclab.chapters.poisson.kernels._poisson import ROW_ALIGN
+    from hpclab.kernels.topology import padded_row
 
     n = int(mem.index[-1])
     row = mem.iloc[-1]
-    stored = -(-(n + 2) // ROW_ALIGN) * ROW_ALIGN
+    stored = padded_row(n + 2)
     return (f"At N = {n} the prediction is {row['predicted 4·N²·8 [MiB]']:.1f} MiB, or "
             f"{4 * 8 * (n + 2) * stored / MIB:.1f} MiB with the ring of halo points the "
             f"kernel stores around each vector and its rows padded to whole cache lines "

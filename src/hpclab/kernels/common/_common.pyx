@@ -15,7 +15,7 @@ from hpclab_common cimport (HPCLAB_ERRLEN, hpclab_alloc, hpclab_free, hpclab_mpi
                             hpclab_topo_points, hpclab_halo_exchange, hpclab_block_range,
                             hpclab_topo_block_of, hpclab_topo_scatter, hpclab_topo_gather,
                             hpclab_topo_set_halo, hpclab_topo_set_align, hpclab_topo_extent,
-                            hpclab_topo_lead)
+                            hpclab_topo_lead, HPCLAB_LINE_DOUBLES)
 
 
 cdef class Buffer:
@@ -69,6 +69,10 @@ cdef class Buffer:
 
     def __releasebuffer__(self, Py_buffer *view):
         self.exports -= 1
+
+
+# the C layer's padded rows (hpclab_topo.h); hpclab.kernels.topology.LINE_DOUBLES must agree
+LINE_DOUBLES = HPCLAB_LINE_DOUBLES
 
 
 def mpi_build_library():
@@ -163,7 +167,7 @@ cdef class CTopology:
         if <size_t>field.shape[0] != hpclab_topo_points(&self.t):
             raise ValueError(f"the field has {field.shape[0]} doubles, the decomposition "
                              f"needs {hpclab_topo_points(&self.t)} (local + 2 halo per "
-                             "dimension)")
+                             "dimension, the last one padded when aligned)")
         with nogil:
             hpclab_halo_exchange(&self.t, &field[0])
 

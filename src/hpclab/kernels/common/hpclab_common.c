@@ -48,7 +48,7 @@ double *hpclab_alloc_doubles(size_t n, size_t lead, int hugepages)
 void hpclab_free_doubles(double *v, size_t lead)
 {
     if (v)
-        free(v - lead);
+        hpclab_free(v - lead);
 }
 
 void *hpclab_alloc_untouched(size_t nbytes, int hugepages)

@@ -25,6 +25,7 @@ cdef inline void hpclab_set_errmsg(char *dst, str text) noexcept:
 cdef extern from "hpclab_topo.h" nogil:
     enum: HPCLAB_TOPO_MAXDIMS
     enum: HPCLAB_HALO_REQUESTS
+    enum: HPCLAB_LINE_DOUBLES
     ctypedef struct hpclab_topo:
         MPI_Comm cart
         int ndims

@@ -4,6 +4,8 @@
  */
 #include "hpclab_topo.h"
 
+#include <limits.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,12 +144,13 @@ int hpclab_topo_set_halo(hpclab_topo *t, int halo, char *errmsg, size_t errlen)
 }
 
 int hpclab_topo_create_aligned(MPI_Comm comm, int ndims, const long *global, const int *dims,
-                               const int *periods, int align, hpclab_topo *t, char *errmsg,
-                               size_t errlen)
+                               const int *periods, int halo, int align, hpclab_topo *t,
+                               char *errmsg, size_t errlen)
 {
     if (hpclab_topo_create(comm, ndims, global, dims, periods, t, errmsg, errlen))
         return 1;
-    if (hpclab_topo_set_align(t, align, errmsg, errlen)) {
+    if ((halo != 1 && hpclab_topo_set_halo(t, halo, errmsg, errlen))
+        || hpclab_topo_set_align(t, align, errmsg, errlen)) {
         hpclab_topo_free(t);
         return 1;
     }
@@ -166,15 +169,27 @@ long hpclab_topo_extent(const hpclab_topo *t, int d)
     return d == t->ndims - 1 ? hpclab_round_up(extent, t->align) : extent;
 }
 
+size_t hpclab_row_lead(int halo, int align)
+{
+    return align > 1 ? (size_t)((align - halo % align) % align) : 0;
+}
+
 size_t hpclab_topo_lead(const hpclab_topo *t)
 {
-    return t->align > 1 ? (size_t)((t->align - t->halo % t->align) % t->align) : 0;
+    return hpclab_row_lead(t->halo, t->align);
 }
 
 int hpclab_topo_set_align(hpclab_topo *t, int align, char *errmsg, size_t errlen)
 {
+    const int last = t->ndims - 1;
+
     if (align < 1 || align > 64) {
         snprintf(errmsg, errlen, "rows are aligned to 1 to 64 doubles, got %d", align);
+        return 1;
+    }
+    if (hpclab_round_up(t->local[last] + 2 * t->halo, align) > INT_MAX) {
+        snprintf(errmsg, errlen, "a row of %ld points, padded to %d, is too long for an MPI "
+                 "datatype", t->local[last] + 2 * t->halo, align);
         return 1;
     }
     free_face_types(t);

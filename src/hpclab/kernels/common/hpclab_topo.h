@@ -39,6 +39,8 @@
 #include <mpi.h>
 
 #define HPCLAB_TOPO_MAXDIMS 3
+/* doubles in a 64-byte cache line: what the kernels' padded rows are aligned to */
+#define HPCLAB_LINE_DOUBLES 8
 #define HPCLAB_HALO_REQUESTS (4 * HPCLAB_TOPO_MAXDIMS)
 
 typedef struct {
@@ -94,13 +96,15 @@ int hpclab_topo_set_halo(hpclab_topo *t, int halo, char *errmsg, size_t errlen);
  * (align 8 for 64 bytes), so a stencil's vector loads and stores line up with the lines
  * (a 5-point product ran about a third faster so on one machine). The padding is never
  * interior: a kernel leaves it zero. hpclab_topo_points, the extents and the exchange
- * follow. Returns 0, or 1 with errmsg for an align outside 1..64. Local. */
+ * follow. Returns 0, or 1 with errmsg for an align outside 1..64 or a padded row too long
+ * for an MPI count. Local. */
 int hpclab_topo_set_align(hpclab_topo *t, int align, char *errmsg, size_t errlen);
 
-/* hpclab_topo_create, then hpclab_topo_set_align(t, align): 0, or 1 with errmsg (t freed). */
+/* hpclab_topo_create, hpclab_topo_set_halo(t, halo) and hpclab_topo_set_align(t, align):
+ * 0, or 1 with errmsg, the same on every rank (t freed). Collective. */
 int hpclab_topo_create_aligned(MPI_Comm comm, int ndims, const long *global, const int *dims,
-                               const int *periods, int align, hpclab_topo *t, char *errmsg,
-                               size_t errlen);
+                               const int *periods, int halo, int align, hpclab_topo *t,
+                               char *errmsg, size_t errlen);
 
 /* The stored extent of dimension d (its points, halo and padding included). */
 long hpclab_topo_extent(const hpclab_topo *t, int d);
@@ -109,6 +113,10 @@ long hpclab_topo_extent(const hpclab_topo *t, int d);
  * pages) so that every row's first interior point is aligned:
  * hpclab_alloc_doubles(hpclab_topo_points(t), hpclab_topo_lead(t), ...). */
 size_t hpclab_topo_lead(const hpclab_topo *t);
+
+/* The same lead for any array whose rows start with `halo` points before the interior and
+ * are padded to `align` doubles (a kernel's own buffers outside a decomposition). */
+size_t hpclab_row_lead(int halo, int align);
 
 /* extent rounded up to a multiple of align (unchanged for align <= 1) */
 long hpclab_round_up(long extent, int align);

@@ -21,6 +21,7 @@ import numpy as np
 from hpclab.chapters.jacobi.declaration import DECOMPOSITIONS, KERNEL
 from hpclab.kernels import KernelError, check_isa_match, check_mpi_match
 from hpclab.kernels.api import build, check_comm
+from hpclab.kernels.topology import padded_row
 
 check_mpi_match()
 check_isa_match("jacobi")
@@ -79,7 +80,8 @@ def _prepare(comm, v):
             raise ValueError(f"the {v['decomposition']} grid {'x'.join(map(str, grid))} cuts "
                              f"dimension {d} ({n} points) into {p} blocks: every rank needs at "
                              "least one point; use a larger grid or fewer ranks")
-    points = 3 * 8 * np.prod([n // p + 3 for n, p in zip(shape, grid)], dtype=float)
+    block = [n // p + 3 for n, p in zip(shape, grid)]
+    points = 3 * 8 * float(np.prod(block[:-1], dtype=float) * padded_row(block[-1]))
     have = machine.memory_bytes()
     if have and points * comm.Get_size() > have / 2:
         raise ValueError(f"the grid {'x'.join(map(str, shape))} needs {points / 2**30:.1f} GiB "

@@ -10,8 +10,9 @@
  *   P = L^3 N / (T_s + T_c) can be checked term by term.
  *
  * NOTES
- *   Arrays hold (lx + 2) x (ly + 2) x (lz + 2) doubles in C order, one halo layer all
- *   round; at the global boundary the halo holds u = 0 and is never written. One lattice
+ *   Arrays hold (lx + 2) x (ly + 2) x (lz + 2) points in C order, one halo layer all
+ *   round, each row padded to whole cache lines with its first interior point on a line
+ *   (hpclab_jacobi_topo); at the global boundary the halo holds u = 0 and is never written. One lattice
  *   update reads u at seven points (six from cache when the planes fit) and f, and writes
  *   unew: 24 bytes from memory per update, 32 with write-allocate. The fields ask for
  *   transparent huge pages (madvise, where the kernel allows it): on 4 KiB pages the sweep
@@ -36,7 +37,7 @@ int hpclab_jacobi_fault = 0;
 int hpclab_jacobi_topo(MPI_Comm comm, const int *dims, const long *global, hpclab_topo *t,
                        char *errmsg, size_t errlen)
 {
-    return hpclab_topo_create_aligned(comm, 3, global, dims, NULL, HPCLAB_JACOBI_ALIGN, t,
+    return hpclab_topo_create_aligned(comm, 3, global, dims, NULL, 1, HPCLAB_LINE_DOUBLES, t,
                                       errmsg, errlen);
 }
 
@@ -121,9 +122,10 @@ size_t hpclab_jacobi_cache(void)
 
 long hpclab_jacobi_block_rows(size_t budget, long ny, long nz)
 {
-    /* a row of one plane with its two halo points; a block of b rows reads b + 2 of them
+    /* a row of one plane with its two halo points and its padding; a block of b rows reads
+     * b + 2 of them
      * in each of the three planes */
-    const size_t row = (size_t)(nz + 2) * sizeof(double);
+    const size_t row = (size_t)hpclab_round_up(nz + 2, HPCLAB_LINE_DOUBLES) * sizeof(double);
     long b;
 
     if (budget == 0 || ny < 1 || 3 * (size_t)(ny + 2) * row <= budget)
@@ -193,10 +195,10 @@ static void interior(const hpclab_topo *t, double *field, double *block, int to_
 
 double hpclab_jacobi_streams(long l, int sweeps, int repetitions)
 {
-    /* the sweep's layout: rows padded to HPCLAB_JACOBI_ALIGN doubles, column 1 aligned */
-    const size_t sy = (size_t)hpclab_round_up(l + 2, HPCLAB_JACOBI_ALIGN);
+    /* the sweep's layout: rows padded to whole cache lines, column 1 on a line */
+    const size_t sy = (size_t)hpclab_round_up(l + 2, HPCLAB_LINE_DOUBLES);
     const size_t sx = sy * (size_t)(l + 2), n = sx * (size_t)(l + 2);
-    const size_t lead = HPCLAB_JACOBI_ALIGN - 1;
+    const size_t lead = hpclab_row_lead(1, HPCLAB_LINE_DOUBLES);
     double *u = hpclab_alloc_doubles(n, lead, 1), *f = hpclab_alloc_doubles(n, lead, 1);
     double *unew = hpclab_alloc_doubles(n, lead, 1), best = -1;
     int wrong = 0;

@@ -50,12 +50,11 @@ int hpclab_jacobi(MPI_Comm comm, int decomposition, long nx, long ny, long nz, i
 void hpclab_jacobi_dims(int decomposition, int *dims);
 
 /* The sweeps' layout: the grid `global` on the process grid `dims`, one halo layer, every
- * row padded to HPCLAB_JACOBI_ALIGN doubles so that each row's first interior point starts
+ * row padded to HPCLAB_LINE_DOUBLES doubles so that each row's first interior point starts
  * a cache line in fields from hpclab_alloc_doubles(points, hpclab_topo_lead(t), 1) (the
  * sweep's loads and stores then line up with the lines: 15-25% more updates a second at
  * L = 256 and 384 in a standalone test on one machine). 0, or 1 with errmsg on every rank.
  * Collective. */
-#define HPCLAB_JACOBI_ALIGN 8
 int hpclab_jacobi_topo(MPI_Comm comm, const int *dims, const long *global, hpclab_topo *t,
                        char *errmsg, size_t errlen);
 

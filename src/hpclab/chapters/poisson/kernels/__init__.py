@@ -21,6 +21,7 @@ import numpy as np
 from hpclab.chapters.poisson.declaration import KERNEL
 from hpclab.kernels import KernelError, check_isa_match, check_mpi_match
 from hpclab.kernels.api import build, check_comm
+from hpclab.kernels.topology import padded_row
 
 check_mpi_match()
 check_isa_match("poisson")
@@ -45,7 +46,7 @@ def _prepare(comm, v):
     if n < size:
         raise ValueError(f"n = {n} rows cannot be split over {size} ranks: every rank needs at "
                          f"least one row; use n >= {size} or fewer ranks")
-    need = KERNEL.extra["vectors"] * 8 * (n // size + 3) * (n + 2 + _poisson.ROW_ALIGN) * size
+    need = KERNEL.extra["vectors"] * 8 * (n // size + 3) * padded_row(n + 2) * size
     have = machine.memory_bytes()
     if have and need > have / 2:
         raise ValueError(f"n = {n} needs {need / 2**30:.1f} GiB for its four vectors, more "

@@ -20,7 +20,6 @@ from libc.string cimport memcpy, memset
 cdef extern from "poisson.h" nogil:
     enum:
         HPCLAB_POISSON_NMETRICS
-        HPCLAB_POISSON_ALIGN
     double HPCLAB_POISSON_TOL
     int hpclab_poisson(MPI_Comm comm, long n, int interleave, long iterations,
                        int repetitions, double *uout, double *times, char *errmsg,
@@ -43,7 +42,6 @@ cdef extern from "poisson.h" nogil:
 METRICS = ("iteration", "matvec", "halo", "reduce", "update", "iterations", "residual",
            "error", "rss", "rss_base")
 TOL = HPCLAB_POISSON_TOL
-ROW_ALIGN = HPCLAB_POISSON_ALIGN  # the C and Cython solvers' rows are padded to this many doubles
 
 
 class PoissonError(RuntimeError):

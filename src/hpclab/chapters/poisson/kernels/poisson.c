@@ -132,7 +132,7 @@ int hpclab_poisson_topo(MPI_Comm comm, long n, hpclab_topo *t, char *errmsg, siz
     long global[2] = {n, n};
     int dims[2] = {0, 1};
 
-    return hpclab_topo_create_aligned(comm, 2, global, dims, NULL, HPCLAB_POISSON_ALIGN, t,
+    return hpclab_topo_create_aligned(comm, 2, global, dims, NULL, 1, HPCLAB_LINE_DOUBLES, t,
                                       errmsg, errlen);
 }
 
@@ -142,9 +142,9 @@ double hpclab_poisson_streams(long rows, long n, int iterations, int repetitions
      * p/4, which sums to 0 over a period): the values neither grow nor decay to denormal
      * numbers, however many iterations */
     const double a = 0.25, b = 1.0;
-    const size_t s = (size_t)hpclab_round_up(n + 2, HPCLAB_POISSON_ALIGN);
+    const size_t s = (size_t)hpclab_round_up(n + 2, HPCLAB_LINE_DOUBLES);
     const size_t points = ((size_t)rows + 2) * s, m = (size_t)rows * s;
-    const size_t lead = HPCLAB_POISSON_ALIGN - 1; /* column 1 aligned, as a solve's */
+    const size_t lead = hpclab_row_lead(1, HPCLAB_LINE_DOUBLES); /* as a solve's */
     double *x = hpclab_alloc_doubles(points, lead, 0), *r = hpclab_alloc_doubles(points, lead, 0);
     double *p = hpclab_alloc_doubles(points, lead, 0), *q = hpclab_alloc_doubles(points, lead, 0);
     double best = -1, sink = 0;

@@ -45,11 +45,10 @@ int hpclab_poisson(MPI_Comm comm, long n, int interleave, long iterations, int r
                    double *uout, double *times, char *errmsg, size_t errlen);
 
 /* The solver's layout: rows split in blocks over the ranks of comm (n x n interior points,
- * one halo layer), every row padded to HPCLAB_POISSON_ALIGN doubles (its stride is
+ * one halo layer), every row padded to HPCLAB_LINE_DOUBLES doubles (its stride is
  * hpclab_topo_extent(t, 1), not n + 2) so that each row's first interior point starts a
  * cache line in a vector from hpclab_alloc_doubles(points, hpclab_topo_lead(t), 0). 0, or 1
  * with errmsg on every rank. Collective. */
-#define HPCLAB_POISSON_ALIGN 8
 int hpclab_poisson_topo(MPI_Comm comm, long n, hpclab_topo *t, char *errmsg, size_t errlen);
 
 /* q = A p on one rank's block (local[0] + 2 padded rows) with p's halo

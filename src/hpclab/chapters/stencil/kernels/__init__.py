@@ -20,6 +20,7 @@ import numpy as np
 from hpclab.chapters.stencil.declaration import KERNEL, OPERATORS
 from hpclab.kernels import KernelError, check_isa_match, check_mpi_match
 from hpclab.kernels.api import build
+from hpclab.kernels.topology import padded_row
 
 check_mpi_match()
 check_isa_match("stencil")
@@ -60,8 +61,8 @@ def _prepare(comm, v):
     if (v["block2"] > 0) != (v["block3"] > 0):
         raise ValueError(f"blocks of {v['block3']} x {v['block2']} points (axes 3 x 2): give "
                          "both block sizes, or neither for no blocking")
-    need = 2 * 8 * np.prod([n // p + 1 + 2 * r for n, p in
-                            zip((v["n1"], v["n2"], v["n3"]), grid)], dtype=float)
+    block = [n // p + 1 + 2 * r for n, p in zip((v["n1"], v["n2"], v["n3"]), grid)]
+    need = 2 * 8 * float(np.prod(block[1:], dtype=float) * padded_row(block[0]))  # axis 1 rows
     have = machine.memory_bytes()
     if have and need * size > have / 2:
         raise ValueError(f"the grid {v['n1']}x{v['n2']}x{v['n3']} needs {need / 2**30:.1f} GiB "

@@ -369,13 +369,9 @@ int hpclab_stencil_setup(MPI_Comm comm, int op, int order, const int *dims, long
     }
     if (dims)
         memcpy(grid, dims, sizeof grid);
-    if (hpclab_topo_create(comm, 3, global, grid, NULL, &P->t, errmsg, errlen))
+    if (hpclab_topo_create_aligned(comm, 3, global, grid, NULL, order / 2, HPCLAB_LINE_DOUBLES,
+                                   &P->t, errmsg, errlen))
         return 1;
-    if (hpclab_topo_set_halo(&P->t, order / 2, errmsg, errlen)
-        || hpclab_topo_set_align(&P->t, HPCLAB_STENCIL_ALIGN, errmsg, errlen)) {
-        hpclab_topo_free(&P->t);
-        return 1;
-    }
     P->op = op;
     P->r = order / 2;
     P->threads = threads;

@@ -68,9 +68,6 @@ int hpclab_stencil(MPI_Comm comm, int op, int order, const int *dims, long n3, l
  * The parts of hpclab_stencil that another implementation of the loops (the Cython one)
  * shares: the decomposition, the arrays and weights, the halo, the check and the record.
  */
-/* rows padded to this many doubles (64 bytes) */
-#define HPCLAB_STENCIL_ALIGN 8
-
 typedef struct {
     hpclab_topo t;
     int op, r, threads;
