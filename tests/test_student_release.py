@@ -35,7 +35,7 @@ def test_release_leaves_out_solutions_tests_and_grading(released):
     assert not names & {"gradebook.db", "nbgrader_config.py", "grades.csv", "status.json"}
     for lab in (ROOT / "labs").iterdir():
         assert (released / "labs" / lab.name / f"{lab.name}.ipynb").is_file(), lab.name
-    for kept in ("book", "src/hpclab", "data", "pyproject.toml", "setup.py", "environment.yml",
+    for kept in ("book", "src/hpclab", "pyproject.toml", "setup.py", "environment.yml",
                  "_toc.yml", "_config.yml", "LICENSE"):
         assert (released / kept).exists(), kept
 
