@@ -232,3 +232,16 @@ def test_an_alignment_out_of_range_is_refused():
 
     with pytest.raises(ValueError, match="rows are aligned to 1 to 64 doubles, got 0"):
         CTopology(COMM, (4, 4), (0, 0), (False, False), 1, 0)
+
+
+@pytest.mark.skipif(SIZE != 2, reason="the two ranks' rows differ by one point at 2 ranks")
+def test_a_row_too_long_on_one_rank_is_refused_on_every_rank():
+    """A padded row longer than an MPI count on one rank only: every rank refuses (a rank
+    that went on would wait in the next collective for one that stopped). The last
+    dimension's 2^31 - 3 points split 2^30 - 1 and 2^30 - 2 between the ranks; with this
+    halo the first rank's row pads to 2^31 doubles and the second's to 2^31 - 8."""
+    from hpclab.kernels.common._common import CTopology
+
+    shape, halo = (1, 2**31 - 3), 536870909
+    with pytest.raises(ValueError, match="too long for an MPI datatype"):
+        CTopology(COMM, shape, (1, 2), (False, False), halo, 8)

@@ -182,14 +182,19 @@ size_t hpclab_topo_lead(const hpclab_topo *t)
 int hpclab_topo_set_align(hpclab_topo *t, int align, char *errmsg, size_t errlen)
 {
     const int last = t->ndims - 1;
+    long mine = 0, longest;
 
-    if (align < 1 || align > 64) {
+    if (align < 1 || align > 64) { /* the same argument on every rank */
         snprintf(errmsg, errlen, "rows are aligned to 1 to 64 doubles, got %d", align);
         return 1;
     }
-    if (hpclab_round_up(t->local[last] + 2 * t->halo, align) > INT_MAX) {
+    /* the same answer on every rank: the longest padded row decides */
+    if (hpclab_round_up(t->local[last] + 2 * t->halo, align) > INT_MAX)
+        mine = t->local[last] + 2 * t->halo;
+    MPI_Allreduce(&mine, &longest, 1, MPI_LONG, MPI_MAX, t->cart);
+    if (longest > 0) {
         snprintf(errmsg, errlen, "a row of %ld points, padded to %d, is too long for an MPI "
-                 "datatype", t->local[last] + 2 * t->halo, align);
+                 "datatype: use more ranks along the last dimension", longest, align);
         return 1;
     }
     free_face_types(t);
