@@ -165,7 +165,7 @@ cdef void _rows(hpclab_stencil_problem *P, long i3, long i2a, long i2b) noexcept
 cdef void _compute(hpclab_stencil_problem *P, long b3, long b2) noexcept nogil:
     cdef long n3 = P.l[0], n2 = P.l[1], m3, m2, k, k3, k2, i3, e3, e2
     if b3 <= 0 or b2 <= 0:
-        for i3 in prange(n3, schedule="static", num_threads=P.threads):
+        for i3 in prange(n3, schedule="static", chunksize=1, num_threads=P.threads):
             _rows(P, i3, 0, n2)
         return
     m3 = (n3 + b3 - 1) // b3
