@@ -28,6 +28,9 @@ enum hpclab_poisson_metric {
 
 #define HPCLAB_POISSON_TOL 1e-6
 
+/* rows of the mesh the product q = A p computes together (poisson.c, _poisson.pyx) */
+#define HPCLAB_POISSON_PRODUCT_ROWS 4
+
 /*
  * Solve A u = h^2 f on an n x n interior mesh (h = 1/(n+1), the 5-point stencil, u = 0 on
  * the boundary, f of report 000 eq. 3.1) by unpreconditioned CG from x0 = 0, `repetitions`
