@@ -194,7 +194,8 @@ int hpclab_topo_set_align(hpclab_topo *t, int align, char *errmsg, size_t errlen
     MPI_Allreduce(&mine, &longest, 1, MPI_LONG, MPI_MAX, t->cart);
     if (longest > 0) {
         snprintf(errmsg, errlen, "a row of %ld points, padded to %d, is too long for an MPI "
-                 "datatype: use more ranks along the last dimension", longest, align);
+                 "datatype: use a smaller grid, or a process grid that splits the last dimension",
+                 longest, align);
         return 1;
     }
     free_face_types(t);

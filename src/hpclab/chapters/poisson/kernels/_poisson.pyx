@@ -178,33 +178,37 @@ cdef class Product:
 # ----------------------------------------------------------------------------- native
 
 
+cdef inline double _product_rows(double *p, double *q, long n, size_t s, long i,
+                                 size_t rows) noexcept nogil:
+    """q = A p on the rows from row i; their part of p.q. In each column the values of p
+    pass from one row's stencil to the next in registers, as in the C kernel."""
+    cdef size_t row = <size_t>i * s, c, ck, k
+    cdef double v, up, mid, down, pq = 0
+    for c in range(row + 1, row + <size_t>n + 1):
+        up = p[c - s]
+        mid = p[c]
+        for k in range(rows):
+            ck = c + k * s
+            down = p[ck + s]
+            v = 4 * mid - up - down - p[ck - 1] - p[ck + 1]
+            q[ck] = v
+            pq += mid * v
+            up = mid
+            mid = down
+    return pq
+
+
 cdef double _matvec(double *p, double *q, long n, size_t s, long i0,
                     long i1) noexcept nogil:
     """q = A p on rows i0..i1 (stride s); the local p.q on those rows. As the C kernel,
-    HPCLAB_POISSON_PRODUCT_ROWS rows at a time, p passing from row to row in registers."""
-    cdef size_t row, c, ck, k
+    HPCLAB_POISSON_PRODUCT_ROWS rows at a time, then the rows left one at a time."""
     cdef long i = i0
-    cdef double v, up, mid, down, pq = 0
+    cdef double pq = 0
     while i + HPCLAB_POISSON_PRODUCT_ROWS - 1 <= i1:
-        row = <size_t>i * s
-        for c in range(row + 1, row + <size_t>n + 1):
-            up = p[c - s]
-            mid = p[c]
-            for k in range(HPCLAB_POISSON_PRODUCT_ROWS):
-                ck = c + k * s
-                down = p[ck + s]
-                v = 4 * mid - up - down - p[ck - 1] - p[ck + 1]
-                q[ck] = v
-                pq += mid * v
-                up = mid
-                mid = down
+        pq += _product_rows(p, q, n, s, i, HPCLAB_POISSON_PRODUCT_ROWS)
         i += HPCLAB_POISSON_PRODUCT_ROWS
     while i <= i1:
-        row = <size_t>i * s
-        for c in range(row + 1, row + <size_t>n + 1):
-            v = 4 * p[c] - p[c - s] - p[c + s] - p[c - 1] - p[c + 1]
-            q[c] = v
-            pq += p[c] * v
+        pq += _product_rows(p, q, n, s, i, 1)
         i += 1
     return pq
 

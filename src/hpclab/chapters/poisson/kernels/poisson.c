@@ -59,49 +59,49 @@ double hpclab_vmrss(void)
     return kb * 1024;
 }
 
+/* q = A p on the K rows from row i; returns their part of p.q. In each column the values
+ * of p pass from one row's stencil to the next in registers. */
+static inline __attribute__((always_inline)) double
+product_rows(const double *restrict p, double *restrict q, long n, size_t s, long i, size_t K)
+{
+    const size_t row = (size_t)i * s;
+    double pq = 0;
+
+#pragma omp simd reduction(+ : pq)
+    for (size_t c = row + 1; c <= row + (size_t)n; c++) {
+        double up = p[c - s], mid = p[c];
+
+        for (size_t k = 0; k < K; k++) {
+            const size_t ck = c + k * s;
+            const double down = p[ck + s], v = 4 * mid - up - down - p[ck - 1] - p[ck + 1];
+
+            q[ck] = v;
+            pq += mid * v;
+            up = mid;
+            mid = down;
+        }
+    }
+    return pq;
+}
+
 /* q = A p on rows [i0, i1] of the block; returns the local part of p.q on those rows.
  * `omp simd` (compiled with -fopenmp-simd where the compiler has it) lets the sum run in
  * vector lanes; without it one running sum waits for every addition to finish.
- * HPCLAB_POISSON_PRODUCT_ROWS rows at a time: in each column the values of p pass from
- * one row's stencil to the next in registers, so a group reads the rows of p above and below
- * it once from the cache, where one row at a time reads them for every row. Alone on one
- * core at N = 2048 the product from memory took 1.5-1.6 times a pass of q = 4 p with 3 to 8
- * rows at a time, 1.8-2.0 times with 2 and 2.0-2.2 with one (two runs). */
+ * HPCLAB_POISSON_PRODUCT_ROWS rows at a time (product_rows), then the rows left one at a
+ * time: a group reads the rows of p above and below it once from the cache, where one row
+ * at a time reads them for every row. Alone on one core at N = 2048 the product from memory
+ * took 1.5-1.6 times a pass of q = 4 p with 3 to 8 rows at a time, 1.8-2.0 times with 2
+ * and 2.0-2.2 with one (two runs). */
 static double matvec(const double *restrict p, double *restrict q, long n, size_t s, long i0,
                      long i1)
 {
     double pq = 0;
     long i = i0;
 
-    for (; i + HPCLAB_POISSON_PRODUCT_ROWS - 1 <= i1; i += HPCLAB_POISSON_PRODUCT_ROWS) {
-        const size_t row = (size_t)i * s;
-
-#pragma omp simd reduction(+ : pq)
-        for (size_t c = row + 1; c <= row + (size_t)n; c++) {
-            double up = p[c - s], mid = p[c];
-
-            for (size_t k = 0; k < HPCLAB_POISSON_PRODUCT_ROWS; k++) {
-                const size_t ck = c + k * s;
-                const double down = p[ck + s], v = 4 * mid - up - down - p[ck - 1] - p[ck + 1];
-
-                q[ck] = v;
-                pq += mid * v;
-                up = mid;
-                mid = down;
-            }
-        }
-    }
-    for (; i <= i1; i++) {
-        const size_t row = (size_t)i * s;
-
-#pragma omp simd reduction(+ : pq)
-        for (size_t c = row + 1; c <= row + (size_t)n; c++) {
-            double v = 4 * p[c] - p[c - s] - p[c + s] - p[c - 1] - p[c + 1];
-
-            q[c] = v;
-            pq += p[c] * v;
-        }
-    }
+    for (; i + HPCLAB_POISSON_PRODUCT_ROWS - 1 <= i1; i += HPCLAB_POISSON_PRODUCT_ROWS)
+        pq += product_rows(p, q, n, s, i, HPCLAB_POISSON_PRODUCT_ROWS);
+    for (; i <= i1; i++)
+        pq += product_rows(p, q, n, s, i, 1);
     return pq;
 }
 

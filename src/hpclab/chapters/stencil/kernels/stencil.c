@@ -136,7 +136,7 @@ DEFINE_PASSES(7)
 DEFINE_PASSES(8)
 #define PASSES_FROM 7 /* the first radius done in passes */
 
-/* The Laplacian at point c of u, for a compile-time radius R (in apply_R's scope) */
+/* The Laplacian at point c of u, for a compile-time radius R */
 static inline __attribute__((always_inline)) double
 laplacian_at(const problem *P, const double *restrict u, size_t c, size_t s2, size_t s3, int R)
 {
@@ -147,8 +147,6 @@ laplacian_at(const problem *P, const double *restrict u, size_t c, size_t s2, si
              + P->a[0][j] * (u[c + j * s3] + u[c - j * s3]);
     return v;
 }
-#define LAPLACIAN_AT(R, c) laplacian_at(P, u, c, s2, s3, R)
-
 /* The loops over rows [i3a, i3b) x [i2a, i2b) of the interior, for a compile-time radius:
  * along one axis (d, stride s) or all three. The Laplacian alone and the wave's step are two
  * loops, not one with the choice inside each point: the one loop ran the Laplacian of order 8
@@ -170,13 +168,13 @@ laplacian_at(const problem *P, const double *restrict u, size_t c, size_t s2, si
                     _Pragma("omp simd")                                                       \
                     for (long i1 = 0; i1 < n1; i1++) {                                        \
                         const size_t c = row + (size_t)i1;                                    \
-                        w[c] = LAPLACIAN_AT(R, c);                                            \
+                        w[c] = laplacian_at(P, u, c, s2, s3, R);                              \
                     }                                                                         \
                 } else if (op == HPCLAB_STENCIL_LAPLACIAN) { /* the wave's step */            \
                     _Pragma("omp simd")                                                       \
                     for (long i1 = 0; i1 < n1; i1++) {                                        \
                         const size_t c = row + (size_t)i1;                                    \
-                        w[c] = 2 * u[c] - w[c] + k2 * LAPLACIAN_AT(R, c);                     \
+                        w[c] = 2 * u[c] - w[c] + k2 * laplacian_at(P, u, c, s2, s3, R);       \
                     }                                                                         \
                 } else {                                                                      \
                     const int d = 2 - op;                                                     \
