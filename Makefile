@@ -24,7 +24,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 .PHONY: setup book lab bench clean distclean help
 # >>> instructors (left out of a student release: make student-release)
-.PHONY: lint test test-openmpi release grade export report roster duedate formgrader readme import-zip \
+.PHONY: lint test test-needs test-openmpi release grade export report roster duedate formgrader readme import-zip \
   hub hub-release hub-grade labtimes student-release
 # <<< instructors
 
@@ -115,11 +115,17 @@ TEST_WORKERS ?= 3
 # the suite runs the quick profile, whose timings mean nothing
 YIELD_ENV := MPIR_CVAR_ENABLE_HEAVY_YIELD=$${MPIR_CVAR_ENABLE_HEAVY_YIELD:-1} \
   OMPI_MCA_mpi_yield_when_idle=$${OMPI_MCA_mpi_yield_when_idle:-1}
+# what the suite needs of a chapter beyond the package, set up before it: a chapter's
+# chapter.mk adds its own recipe (test-needs::); what cannot be set up (offline, say) is said,
+# and the tests that need it are skipped with the reason (hpclab.chapters.unready)
+test-needs::
+	@:
 # ruff first (a second); mypy (a minute from a fresh clone's empty cache, mostly waiting on
 # the disk and on the other processes) runs beside the suite and is shown after it: make test
 # fails when either fails
 test: $(STAMP)
 	$(BIN)/ruff check .
+	@$(MAKE) --no-print-directory test-needs
 	mkdir -p build; $(BIN)/mypy > build/mypy.log 2>&1 & mypy=$$!; \
 	$(YIELD_ENV) HPCLAB_PROFILE=quick $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile \
 	  --no-loadscope-reorder; status=$$?; \

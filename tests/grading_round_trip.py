@@ -56,6 +56,11 @@ def define(labs):
 
     @pytest.mark.parametrize("lab", labs)
     def test_solution_autogrades_to_full_marks(graded, lab):
+        from hpclab import chapters
+
+        why = chapters.unready(lab)
+        if why:  # its measurement cells raise, and say this
+            pytest.skip(f"the {lab} lab cannot measure here: {why}")
         work, proc = graded[lab]
         scores = _scores(work, lab, "alice")
         assert scores, proc.stdout + proc.stderr

@@ -10,6 +10,19 @@ from hpclab.kernels import registry
 CHAPTERS = registry.chapter_order()
 
 
+def _unmeasured(html, slug):
+    """Skip a check of what chapter ``slug``'s page measured when the chapter cannot measure
+    here (:func:`hpclab.chapters.unready`), once its page is found to say so."""
+    from hpclab import chapters
+
+    why = chapters.unready(slug)
+    if why:
+        page = (html / "book" / slug / "index.html").read_text()
+        assert "Nothing was measured on this machine" in page, f"{slug}: {why}, and the page " \
+            "does not say that nothing was measured"
+        pytest.skip(f"the {slug} page measured nothing: {why}")
+
+
 def test_book_builds_without_warnings(book):
     html, r = book
     assert r.returncode == 0, (r.stdout + r.stderr)[-6000:]
@@ -30,6 +43,7 @@ def test_getting_started_lists_what_each_chapter_needs_from_the_declarations(boo
 @pytest.mark.parametrize("slug", CHAPTERS)
 def test_every_chapter_has_figures_a_machine_line_and_its_lab(book, slug):
     html, _ = book
+    _unmeasured(html, slug)
     page = (html / "book" / slug / "index.html").read_text()
     assert page.count("<img") >= 2
     assert "Measured on" in page
@@ -41,6 +55,7 @@ def test_every_chapter_has_figures_a_machine_line_and_its_lab(book, slug):
 @pytest.mark.parametrize("slug", CHAPTERS)
 def test_book_run_saved_its_records(book, slug):
     html, _ = book
+    _unmeasured(html, slug)
     results = html.parents[1] / "results"
     assert list(results.glob(f"{slug}-*.csv")) and list(results.glob(f"{slug}-*.json"))
 
@@ -56,6 +71,7 @@ def test_every_chapter_offers_its_data_for_download(book, root, slug):
     text = (root / "book" / slug / "index.md").read_text()
     for name in set(re.findall(r'reference\.load\("(\w+)"\)', text)):
         assert f"{name}.csv" in downloads, f"{slug} loads {name} but does not offer it"
+    _unmeasured(html, slug)
     from hpclab import records
 
     df, meta = records.load(root / "book" / slug / "data" / f"{slug}-records.csv")

@@ -319,6 +319,21 @@ def test_the_runs_mpi_settings_are_said(monkeypatch):
     assert "as installed" in analysis.settings_words({"mpi_settings": {}})
 
 
+def test_the_chapter_says_it_cannot_measure_until_a_library_is_set_up(tmp_path, monkeypatch):
+    """What skips the suite's tests of the lab and the page that measure (make test sets the
+    libraries up first; offline it cannot)."""
+    from hpclab import chapters
+
+    monkeypatch.setenv("HPCLAB_MPILIBS", str(tmp_path))
+    assert chapters.unready("mpilibs") == (f"no MPI library is set up in {tmp_path} (make "
+                                           "mpilibs sets them up)")
+    mpicc = libraries.get("openmpi").prefix(tmp_path) / "bin" / "mpicc"
+    mpicc.parent.mkdir(parents=True)
+    mpicc.write_text("")
+    assert chapters.unready("mpilibs") is None
+    assert chapters.unready("pingpong") is None  # needs nothing beyond the package
+
+
 def test_the_grading_sandbox_mounts_the_libraries_and_says_where(tmp_path, monkeypatch):
     """The lab runs the libraries of make mpilibs: the sandbox mounts their folder read-only
     and tells the lab where it is (inside, no Makefile locates it); a folder that does not

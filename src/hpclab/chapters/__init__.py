@@ -76,6 +76,13 @@ def sandbox_folders() -> dict[str, str]:
     return out
 
 
+def unready(slug: str) -> str | None:
+    """Why chapter ``slug``'s lab and page cannot measure on this machine (something they need
+    beyond the package is not set up: the chapter package's own ``unready()``), or None."""
+    hook = getattr(import_module(f"hpclab.chapters.{slug}"), "unready", None)
+    return hook() if hook is not None else None
+
+
 def needs_table(order: list[str] | None = None) -> str:
     """The Markdown table of what each chapter's lab needs (the book's *Getting started*),
     from the declarations: ``lab_needs``, and the chapters whose records help (``inputs``).

@@ -8,3 +8,13 @@ def sandbox_folders():
     from hpclab.chapters.mpilibs import libraries
 
     return {"HPCLAB_MPILIBS": libraries.mpilibs_root().resolve()}
+
+
+def unready():
+    """Why the lab and the page cannot measure here, or None: they need a library that make
+    mpilibs set up."""
+    from hpclab.chapters.mpilibs import libraries
+
+    if any(libraries.present(s) for s in libraries.LIBRARIES):
+        return None
+    return f"no MPI library is set up in {libraries.mpilibs_root()} (make mpilibs sets them up)"
