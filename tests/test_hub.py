@@ -187,14 +187,35 @@ def _shots():
 
 
 def _terminal(page, command, done_file, timeout_s):
-    """Type ``command`` into a new terminal of this JupyterLab; wait for ``done_file``."""
+    """Type ``command`` into a new terminal of this JupyterLab; wait for ``done_file``.
+
+    On a loaded machine the keys typed into a new terminal were once lost (its prompt stayed
+    empty for 900 s): the command is typed again, after Ctrl-C clears the line, while it has
+    not started within a minute, and a file it makes when it starts keeps a late first
+    typing from running it twice."""
+    started = done_file.with_name(f".{done_file.name}.started")
+    started.unlink(missing_ok=True)
+    guarded = f"[ -e {started} ] || {{ touch {started}; {command}; }}"
     before = page.locator(".jp-Terminal .xterm-helper-textarea").count()
     page.evaluate("window.jupyterapp.commands.execute('terminal:create-new')")
     page.wait_for_function("n => document.querySelectorAll('.jp-Terminal "
                            ".xterm-helper-textarea').length > n", arg=before, timeout=60_000)
     time.sleep(2)  # the shell's prompt
-    page.locator(".jp-Terminal .xterm-helper-textarea").nth(before).focus()
-    page.keyboard.type(command + "\n")
+    for attempt in range(3):
+        page.locator(".jp-Terminal .xterm-screen").nth(before).click()
+        page.locator(".jp-Terminal .xterm-helper-textarea").nth(before).focus()
+        if attempt:
+            page.keyboard.press("Control+c")
+        page.keyboard.type(guarded + "\n")
+        typed = time.monotonic()
+        while not started.exists() and time.monotonic() < typed + 60:
+            time.sleep(1)
+        if started.exists():
+            break
+    else:
+        page.screenshot(path=str(_shots() / "hub-terminal-stuck.png"))
+        raise AssertionError(f"{command!r} was typed into a new terminal three times and never "
+                             "started")
     deadline = time.monotonic() + timeout_s
     while not done_file.exists():
         if time.monotonic() > deadline:
