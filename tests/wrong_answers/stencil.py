@@ -82,6 +82,10 @@ WRONG = [
          ("laplacian_cy", "for k in range(1, r + 1):", "for k in range(1, r):")),
     case("the planes without their halo", "test_planes", "carries its halo",
          ("planes", "(2 * _r + 1) * (N_LAB + 2 * _r) ** 2 * 8", "(2 * _r + 1) * N_LAB**2 * 8")),
+    case("the planes put in memory whatever their size", "test_planes",
+         "the smallest of L2",
+         ("planes", 'planes_fit = "L2" if planes_bytes <= L2 else "L3" if planes_bytes <= L3_share '
+          'else "memory"', 'planes_fit = "memory"')),
     case("the gain upside down", "test_gain", "baseline's time over the blocked",
          ("gain", "stats.compare(baseline_times, blocked_times)",
           "stats.compare(blocked_times, baseline_times)")),
