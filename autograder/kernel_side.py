@@ -148,7 +148,7 @@ def __hpclab_bridge__(folder):
     except BaseException as exc:
         tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
         reply = {"raised": type(exc).__name__, "message": str(exc),
-                 "builtin": type(exc).__module__ == "builtins",
+                 "builtin": type(exc).__module__ == "builtins", "module": type(exc).__module__,
                  "traceback": "".join(tb[:1] + tb[2:] if len(tb) > 2 else tb)[-6000:]}
     tmp = os.path.join(folder, "reply.part")
     with open(tmp, "w") as fh:

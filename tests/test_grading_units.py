@@ -263,6 +263,25 @@ def test_a_students_exception_shows_the_line_of_their_code(tmp_path):
     assert "return 1 / 0" in errors[0]["evalue"], errors[0]["evalue"]
 
 
+def test_a_check_catches_numpys_linalgerror_by_its_type_as_in_the_notebook(tmp_path):
+    """A check may catch numpy's LinAlgError (a singular system the student built) to say
+    what is wrong; a class of the notebook's own that takes its name is not trusted."""
+    bridge = _kernel(tmp_path, "import numpy as np\n"
+                               "def solve():\n    return np.linalg.solve(np.zeros((2, 2)), "
+                               "np.ones(2))\n"
+                               "class LinAlgError(Exception):\n    pass\n"
+                               "def mine():\n    raise LinAlgError('mine')\n")
+    test = ("import numpy as np\n"
+            "try:\n    solve()\nexcept np.linalg.LinAlgError as e:\n"
+            "    assert 'return np.linalg.solve' in str(e), str(e)\n    print('caught')\n"
+            "try:\n    mine()\nexcept np.linalg.LinAlgError:\n    print('trusted')\n"
+            "except Exception as e:\n    print('not trusted:', type(e).__name__)\n")
+    outputs = judge.run_test(test, bridge, 1)
+    assert not _errors(outputs), outputs
+    assert "".join(o.get("text", "") for o in outputs).split() == \
+        ["caught", "not", "trusted:", "StudentError"], outputs
+
+
 def test_the_sandbox_starts_with_the_graders_inputs_not_the_submissions(tmp_path):
     """The records the grader measured once are in the lab's results folder; a results/
     folder handed in with the submission (a forged measurement, say) is left out, and the
