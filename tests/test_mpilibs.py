@@ -1,7 +1,7 @@
 """The MPI libraries chapter's program and sweep: the C program built with this environment's
 MPI checks what arrives and reports the ranks' cores; the sweep parses it, refuses what it
-cannot time, skips a library that does not set up, and runs the quick sweep under every
-library set up in .mpilibs (make mpilibs)."""
+cannot time, skips a library that does not set up, and ran the quick sweep under every
+library set up in .mpilibs (make mpilibs) for the book's page."""
 import json
 import os
 import subprocess
@@ -105,23 +105,19 @@ def test_each_library_gets_its_own_launcher_and_placement():
         libraries.get("mvapich")
 
 
-def test_the_quick_sweep_runs_under_every_library_set_up(tmp_path):
-    """Through its command line, niced: its two busy ranks keep both cores for a minute, and
-    the suite's other workers start engines meanwhile (their verdicts wait on timeouts)."""
-    import sys
-
+def test_the_books_quick_sweep_ran_under_every_library_set_up(book):
+    """The book's page measured the quick sweep (the same ``sweep.run`` as the command line)
+    under every library set up: every test, size and placement, the bound ranks on different
+    cores (read from the records it saved, rather than measured again here)."""
     from hpclab import records
     from readiness import skip_if_unready
 
-    skip_if_unready("mpilibs", "the quick sweep")
-    ready = [s for s in libraries.LIBRARIES if libraries.runnable(s)]
-    res = subprocess.run(["nice", "-n", "15", sys.executable, "-m",
-                          "hpclab.chapters.mpilibs.sweep", "--profile", "quick", "--no-setup",
-                          "--out", str(tmp_path)], capture_output=True, text=True, timeout=900)
-    assert res.returncode == 0, res.stderr[-3000:]
-    saved = sorted(tmp_path.glob(f"{sweep.NAME}-*.csv"))
-    assert len(saved) == 1 and str(saved[0]) in res.stdout, res.stdout
+    skip_if_unready("mpilibs", "the book's quick sweep")
+    html, _ = book
+    saved = sorted((html.parents[1] / "results").glob(f"{sweep.NAME}-*.csv"))
+    assert len(saved) == 1, saved
     df, meta = records.load(saved[0])
+    ready = [s for s in libraries.LIBRARIES if libraries.runnable(s)]
     assert set(df["impl"]) == set(ready) == set(meta["libraries"])
     assert set(df["placement"]) == set(libraries.PLACEMENTS)
     assert set(df["test"]) == set(sweep.TESTS) and (df["value"] > 0).all()
@@ -131,6 +127,28 @@ def test_the_quick_sweep_runs_under_every_library_set_up(tmp_path):
         a, b = (set(part.split(",")) for part in cpus.split("|"))
         assert a and b and not a & b, cpus
     assert meta["order_seed"] >= 0 and meta["failed"] == {}
+
+
+def test_the_sweeps_command_line_saves_its_run_where_told(tmp_path):
+    """Through its command line, niced (its two busy ranks keep both cores meanwhile), with
+    one library: the page's sweep (above) covers them all."""
+    import sys
+
+    from hpclab import records
+    from readiness import skip_if_unready
+
+    skip_if_unready("mpilibs", "the sweep's command line")
+    one = next(s for s in libraries.LIBRARIES if libraries.runnable(s))
+    res = subprocess.run(["nice", "-n", "15", sys.executable, "-m",
+                          "hpclab.chapters.mpilibs.sweep", "--profile", "quick", "--no-setup",
+                          "--libraries", one, "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    saved = sorted(tmp_path.glob(f"{sweep.NAME}-*.csv"))
+    assert len(saved) == 1 and str(saved[0]) in res.stdout, res.stdout
+    df, meta = records.load(saved[0])
+    assert set(df["impl"]) == {one} == set(meta["libraries"])
+    assert set(df["test"]) == set(sweep.TESTS) and meta["failed"] == {}
 
 
 def synthetic(seed=0, reps=8):
