@@ -188,9 +188,11 @@ def test_the_poisson_bench_fails_when_a_solver_beats_its_bound(tmp_path, monkeyp
     assert out.exists(), \
         f"exit {r.returncode}, no {out.name}:\n{r.stdout[-1500:]}\n{r.stderr[-1500:]}"
     found = json.loads(out.read_text())
-    assert {"c/cython N=32", "c/bound N=32", "cython/bound N=32", "c/model88 N=32"} == set(found)
+    assert {"c/cython N=32", "c/bound N=32", "cython/bound N=32", "c/traffic N=32",
+            "c/model88 N=32"} == set(found)
     assert "bytes per point" in r.stdout
-    fast, slow = {"c": 1.0, "cython": 2.0, "bound": 1.5}, {"c": 2.0, "cython": 2.0, "bound": 1.5}
+    fast = {"c": 1.0, "cython": 2.0, "bound": 1.5, "traffic": 1.4}
+    slow = {"c": 2.0, "cython": 2.0, "bound": 1.5, "traffic": 1.4}
     assert pb.beaten([fast, fast]) == ["c"]
     assert pb.beaten([fast, slow]) == []
     rounds = [dict(fast, stream_add=10.0), dict(fast, stream_add=10.0)]

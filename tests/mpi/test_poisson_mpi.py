@@ -74,3 +74,15 @@ def test_a_corrupted_halo_is_caught_on_every_rank():
                 poisson.RUNNERS[impl](COMM, n=12, repetitions=1)
     finally:
         _poisson._set_fault(0)
+
+
+def test_the_benchs_streams_pass_reduces_over_the_ranks_and_stops_them_together():
+    """The bench's bound (poisson.h): with the communicator, CG's two sums over the ranks;
+    without, each rank alone. Input one rank refuses stops every rank, none left waiting in
+    a reduction."""
+    from hpclab.chapters.poisson.kernels import _poisson
+
+    assert _poisson.streams(4, 16, 3, 2, COMM) > 0 and _poisson.streams(4, 16, 3, 2) > 0
+    rows = 0 if COMM.Get_rank() == SIZE - 1 else 4
+    with pytest.raises(_poisson.PoissonError):
+        _poisson.streams(rows, 16, 3, 2, COMM)

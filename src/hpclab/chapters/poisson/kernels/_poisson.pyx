@@ -7,7 +7,7 @@ hpclab.chapters.poisson.kernels, which checks arguments, rather than this module
 import numpy as np
 
 from mpi4py cimport MPI
-from mpi4py.libmpi cimport (MPI_Comm, MPI_Request, MPI_Barrier, MPI_Allreduce,
+from mpi4py.libmpi cimport (MPI_Comm, MPI_COMM_NULL, MPI_Request, MPI_Barrier, MPI_Allreduce,
                             MPI_Wtime, MPI_DOUBLE, MPI_SUM)
 from hpclab_common cimport (HPCLAB_ERRLEN, HPCLAB_HALO_REQUESTS, hpclab_fail_together,
                             hpclab_alloc_doubles, hpclab_free_doubles,
@@ -38,7 +38,8 @@ cdef extern from "poisson.h" nogil:
                                   double *stamps)
     int hpclab_poisson_topo(MPI_Comm comm, long n, hpclab_topo *t, char *errmsg,
                             size_t errlen)
-    double hpclab_poisson_streams(long rows, long n, int iterations, int repetitions)
+    double hpclab_poisson_streams(MPI_Comm comm, long rows, long n, int iterations,
+                                  int repetitions)
 
 METRICS = ("iteration", "matvec", "halo", "reduce", "update", "iterations", "residual",
            "error", "rss", "rss_base")
@@ -49,13 +50,17 @@ class PoissonError(RuntimeError):
     """Raised on every rank when any rank's solve went wrong."""
 
 
-def streams(long rows, long n, int iterations=20, int repetitions=3):
+def streams(long rows, long n, int iterations=20, int repetitions=3, MPI.Comm comm=None):
     """The bench's bound: best seconds per iteration of a CG iteration's vector traffic
     without the stencil (q = 4 p, then the solver's own updates) on one rank's block of rows x
-    n points (see poisson.h). Raises PoissonError when the result is wrong or memory is short."""
+    n points, with CG's two global sums over ``comm`` when one is given (collective on it; see
+    poisson.h). Raises PoissonError when the result is wrong or memory is short."""
     cdef double best
+    cdef MPI_Comm c = MPI_COMM_NULL
+    if comm is not None:
+        c = comm.ob_mpi
     with nogil:
-        best = hpclab_poisson_streams(rows, n, iterations, repetitions)
+        best = hpclab_poisson_streams(c, rows, n, iterations, repetitions)
     if best < 0:
         raise PoissonError(f"the streams-only pass on {rows} x {n} points computed a wrong "
                            "value or could not allocate its vectors")

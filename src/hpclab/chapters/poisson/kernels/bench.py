@@ -4,12 +4,14 @@ In every round, one mpiexec on P ranks (default: the cores, bound) runs the C an
 solvers for a fixed number of iterations on an N x N mesh, a streams-only pass on every
 rank at once and STREAM's add (one thread each, arrays as large as one rank's vectors),
 interleaved. The streams-only pass is the bound: an iteration's vector traffic without the
-stencil (q = 4 p with p.q, then the solver's own x += a p, r -= a q with r.r and p = r + b p),
-no halo and no reduction. A solver that makes these three passes over its vectors, as both
-solvers timed here (C and Cython) do, cannot move less, so neither may be faster, and the
-bench fails when one is, in every round. (Fusing further moves less: x's update can wait for
-p's, which reads p anyway, 8 bytes less, and would need a bound with that traffic.) Its
-traffic is counted as 96
+stencil (q = 4 p with p.q, then the solver's own x += a p, r -= a q with r.r and p = r + b p)
+and CG's two global sums of p.q and r.r (an MPI_Allreduce each, where every rank waits for
+the slowest, as in the solvers), no halo. A solver that makes these three passes over its
+vectors and these two reductions, as both solvers timed here (C and Cython) do, cannot take
+less, so neither may be faster, and the bench fails when one is, in every round. (Fusing
+further moves less: x's update can wait for p's, which reads p anyway, 8 bytes less, and would
+need a bound with that traffic.) The same pass without the reductions ("traffic") is shown
+beside it: what the ranks' drift between two reductions costs. Its traffic is counted as 96
 bytes per mesh point (read p, write q and read its lines first, write-allocate; read x, r,
 p, q, write x, r; read r, p, write p), and confirmed from STREAM add's bandwidth counted as
 add really moves it (32 bytes per element with write-allocate). The lab's model, 88 bytes
@@ -54,10 +56,11 @@ def _ours(N, iterations):
         t = poisson.RUNNERS[impl](comm, n=N, iterations=iterations, repetitions=3)
         return float(np.min(t[0])) * 1e3
 
-    def bound():
+    def streams(reduce):
         comm.Barrier()
         try:
-            mine, problem = _poisson.streams(rows, N, iterations, 3), None
+            mine, problem = _poisson.streams(rows, N, iterations, 3,
+                                             comm if reduce else None), None
         except _poisson.PoissonError as err:  # every rank stops, none is left in the allreduce
             mine, problem = float("inf"), str(err)
         problems = [p for p in comm.allgather(problem) if p]
@@ -65,7 +68,8 @@ def _ours(N, iterations):
             raise SystemExit(problems[0])
         return comm.allreduce(mine, op=MPI.MAX) * 1e3
 
-    parts = {"c": lambda: solve("c"), "cython": lambda: solve("cython"), "bound": bound,
+    parts = {"c": lambda: solve("c"), "cython": lambda: solve("cython"),
+             "bound": lambda: streams(True), "traffic": lambda: streams(False),
              "stream_add": lambda: 24 * n * comm.Get_size()
              / stream.add_seconds_slowest(comm, n) / 1e9}
     out = in_random_order(comm, parts)
@@ -103,7 +107,7 @@ def run(args):
         o[f"model{per}"] = per * args.N**2 / (o["stream_add"] * 1e9) * 1e3
         # bytes per point the bound moves, at add's bandwidth as add moves it (32 B counted 24)
         o["bound_bytes"] = o["bound"] * 1e-3 * o["stream_add"] * 1e9 * 32 / 24 / args.N**2
-    names = ("c", "cython", "bound", f"model{per}")
+    names = ("c", "cython", "bound", "traffic", f"model{per}")
     table("One CG iteration, ms: median over rounds [min-max]",
           [[spread([o[k] for o in rounds]) for k in names]], names, fmt="{:.2f}")
 
@@ -112,7 +116,8 @@ def run(args):
 
     print(f"C / bound = {ratio('c', 'bound'):.3f} (target >= 0.9), Cython / bound = "
           f"{ratio('cython', 'bound'):.3f}; C / Cython = {ratio('c', 'cython'):.3f} (target "
-          f">= 1); as time ratios, above 1 is faster")
+          f">= 1); as time ratios, above 1 is faster; C / traffic (the bound without its two "
+          f"reductions) = {ratio('c', 'traffic'):.3f}")
     low, mid, high = spread([o["bound_bytes"] for o in rounds])
     print(f"the bound moves {mid:.0f} [{low:.0f}-{high:.0f}] bytes per point at STREAM add's "
           f"bandwidth (counted: {BOUND_BYTES}); the model's {per} bytes over add's bandwidth as "
@@ -121,7 +126,7 @@ def run(args):
 
     out = {f"{a}/{b} N={args.N}": compare_rounds(rounds, a, b, "ms per iteration", True)
            for a, b in (("c", "cython"), ("c", "bound"), ("cython", "bound"),
-                        ("c", f"model{per}"))}
+                        ("c", "traffic"), ("c", f"model{per}"))}
     fast = beaten(rounds)
     if fast:
         raise BenchFailed(f"poisson: {' and '.join(fast)} beat the bound in every round: the "

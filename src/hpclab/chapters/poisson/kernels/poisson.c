@@ -160,7 +160,7 @@ int hpclab_poisson_topo(MPI_Comm comm, long n, hpclab_topo *t, char *errmsg, siz
                                       errmsg, errlen);
 }
 
-double hpclab_poisson_streams(long rows, long n, int iterations, int repetitions)
+double hpclab_poisson_streams(MPI_Comm comm, long rows, long n, int iterations, int repetitions)
 {
     /* a = 1/4 and b = 1: per point r' = r - p and p' = r, a rotation of period 6 (x gains
      * p/4, which sums to 0 over a period): the values neither grow nor decay to denormal
@@ -172,9 +172,11 @@ double hpclab_poisson_streams(long rows, long n, int iterations, int repetitions
     double *x = hpclab_alloc_doubles(points, lead, 0), *r = hpclab_alloc_doubles(points, lead, 0);
     double *p = hpclab_alloc_doubles(points, lead, 0), *q = hpclab_alloc_doubles(points, lead, 0);
     double best = -1, sink = 0;
-    int wrong = rows < 1 || n < 1 || iterations < 1;
+    int wrong = rows < 1 || n < 1 || iterations < 1 || !(x && r && p && q);
 
-    for (int rep = 0; rep < repetitions && !wrong && x && r && p && q; rep++) {
+    if (comm != MPI_COMM_NULL) /* all stop where one must: none is left in a reduction */
+        MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT, MPI_MAX, comm);
+    for (int rep = 0; rep < repetitions && !wrong; rep++) {
         double t0, dt;
 
         for (size_t c = 0; c < points; c++) {
@@ -182,10 +184,18 @@ double hpclab_poisson_streams(long rows, long n, int iterations, int repetitions
             r[c] = p[c] = (double)(c % 11) + 1;
             q[c] = 0;
         }
+        if (comm != MPI_COMM_NULL)
+            MPI_Barrier(comm);
         t0 = MPI_Wtime();
         for (int k = 0; k < iterations; k++) {
-            sink += scale(p + s, q + s, m);
-            sink += update_xr(x + s, r + s, p + s, q + s, a, m);
+            double pq = scale(p + s, q + s, m), rr;
+
+            if (comm != MPI_COMM_NULL) /* the solver's global p.q: every rank waits there */
+                MPI_Allreduce(MPI_IN_PLACE, &pq, 1, MPI_DOUBLE, MPI_SUM, comm);
+            rr = update_xr(x + s, r + s, p + s, q + s, a, m);
+            if (comm != MPI_COMM_NULL) /* and its r.r */
+                MPI_Allreduce(MPI_IN_PLACE, &rr, 1, MPI_DOUBLE, MPI_SUM, comm);
+            sink += pq + rr;
             update_p(p + s, r + s, b, m);
         }
         dt = (MPI_Wtime() - t0) / iterations;
@@ -204,6 +214,8 @@ double hpclab_poisson_streams(long rows, long n, int iterations, int repetitions
             wrong = !(fabs(x[c] - xx) <= 1e-12 * (1 + fabs(xx))
                       && fabs(p[c] - pp) <= 1e-12 * (1 + fabs(pp)));
         }
+        if (comm != MPI_COMM_NULL)
+            MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT, MPI_MAX, comm);
     }
     if (!(x && r && p && q) || !(sink == sink))
         wrong = 1;

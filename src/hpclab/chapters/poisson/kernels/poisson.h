@@ -88,11 +88,14 @@ double hpclab_vmrss(void);
  * The bench's bound: on one rank's block of `rows` x n points (vectors of rows + 2 rows,
  * padded and aligned as a solve's), `iterations` passes of an iteration's vector traffic without the
  * stencil: q = 4 p with p.q (read p, write q, as q = A p with its neighbours in cache), then
- * the solver's own x += a p, r -= a q with r.r and p = r + b p. No CG iteration that stores q
- * moves less. Returns the best seconds per iteration over `repetitions`, or -1 when the
- * result is wrong or the vectors cannot be allocated.
+ * the solver's own x += a p, r -= a q with r.r and p = r + b p; with a communicator (not
+ * MPI_COMM_NULL: collective on it), the two sums p.q and r.r summed over its ranks as CG's
+ * two global inner products are, where every rank waits for the slowest. A solver that
+ * makes these three passes and two reductions moves and waits no less (no stencil, no
+ * halo). Returns the best seconds per iteration over `repetitions`, or -1 when the result
+ * is wrong or the vectors cannot be allocated.
  */
-double hpclab_poisson_streams(long rows, long n, int iterations, int repetitions);
+double hpclab_poisson_streams(MPI_Comm comm, long rows, long n, int iterations, int repetitions);
 
 /* Test hook: when non-zero, the last rank adds 1 to its halo point (0, 1) of p after every
  * exchange inside the iteration, so tests can prove it is caught. */
