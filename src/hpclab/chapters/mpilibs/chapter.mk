@@ -13,7 +13,8 @@ ifneq ($(MPILIBS),skip)
 	@mkdir -p build; $(BIN)/python -m hpclab.chapters.mpilibs.libraries \
 	  > build/mpilibs-setup.log 2>&1 && grep -h "is skipped\|ready:" build/mpilibs-setup.log \
 	  || { cat build/mpilibs-setup.log; echo "no MPI library could be set up: the tests of the" \
-	       "MPI libraries' lab and page that measure are skipped"; }
+	       "MPI libraries' lab and page that measure are skipped, or fail where" \
+	       "HPCLAB_REQUIRE_READY is set (as in CI)"; }
 endif
 
 help::

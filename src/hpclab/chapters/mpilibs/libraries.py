@@ -99,24 +99,30 @@ def present(slug: str, root=None) -> bool:
     return (get(slug).prefix(root) / "bin" / "mpicc").exists()
 
 
+def pinned(slug: str, root=None) -> bool:
+    """Whether the library's environment holds the packages it pins now: its mpicc, and the
+    stamp :func:`setup` writes naming them."""
+    lib = get(slug)
+    prefix = lib.prefix(root)
+    stamp = prefix / ".hpclab-packages"
+    return ((prefix / "bin" / "mpicc").exists() and stamp.exists()
+            and stamp.read_text().strip() == " ".join(lib.packages))
+
+
 def installed(slug: str, root=None) -> bool:
     """Whether the library's pinned packages are installed and its program is built and
     newer than its source."""
-    lib = get(slug)
-    prog, stamp = lib.program(root), lib.prefix(root) / ".hpclab-packages"
+    prog = get(slug).program(root)
     return (prog.exists() and prog.stat().st_mtime >= SOURCE.stat().st_mtime
-            and stamp.exists() and stamp.read_text().strip() == " ".join(lib.packages))
+            and pinned(slug, root))
 
 
 def runnable(slug: str, root=None) -> bool:
     """Whether :func:`setup` with ``install=False`` (what the lab and the page call) makes the
     library ready: its pinned packages are installed, and its program is built and current or
     can be built here."""
-    lib = get(slug)
-    prefix, stamp = lib.prefix(root), lib.prefix(root) / ".hpclab-packages"
-    pinned = ((prefix / "bin" / "mpicc").exists() and stamp.exists()
-              and stamp.read_text().strip() == " ".join(lib.packages))
-    return installed(slug, root) or (pinned and os.access(prefix / "bin", os.W_OK))
+    return installed(slug, root) or (pinned(slug, root)
+                                     and os.access(get(slug).prefix(root) / "bin", os.W_OK))
 
 
 def setup(slug: str, root=None, progress=print, install=True) -> str | None:
@@ -138,8 +144,7 @@ def setup(slug: str, root=None, progress=print, install=True) -> str | None:
             return why
     stamp = prefix / ".hpclab-packages"
     wanted = " ".join(lib.packages)
-    if not (prefix / "bin" / "mpicc").exists() or not stamp.exists() \
-            or stamp.read_text().strip() != wanted:
+    if not pinned(slug, root):
         if not install:
             return (f"installed in {prefix} with other packages than {wanted} (make mpilibs "
                     "installs those)")
