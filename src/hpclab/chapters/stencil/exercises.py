@@ -208,6 +208,9 @@ def laplacian_problem(engines, kernel, name, orders=(2, 4, 8), deep=16, blocks=N
     to 2 ranks, where the check's grid is thick enough for its halo), in words for the
     student, or None when it is right everywhere (see :func:`laplacian_check`; ``ranks``: the
     rank counts to check, all from 1 by default)."""
+    borrowed = library_use(kernel, name)
+    if borrowed:
+        return borrowed
     for p in ranks or range(1, engines.n + 1):
         for order in tuple(orders) + ((deep,) if p <= 2 and deep else ()):
             res = laplacian_check(engines, kernel, p, order, shape=shape, seed=seed,
@@ -245,6 +248,26 @@ def laplacian_problem(engines, kernel, name, orders=(2, 4, 8), deep=16, blocks=N
                            "halo, so is out[i3, i2, i1] the point u[i3 + r, i2 + r, i1 + r], "
                            "with the neighbours ± k along each axis?"
                            if res["at_block_edge"] else ""))
+    return None
+
+
+def library_use(kernel, name):
+    """Words when the cell of a student's kernel imports hpclab (whose fd.laplacian, say,
+    would compute the result for it), else None: read from the cell's code, without its
+    comments and strings."""
+    import re
+
+    from hpclab import mpicython
+
+    source = mpicython.source_of(kernel)
+    if source is None:
+        return None
+    code = "\n".join(line.split("#", 1)[0]
+                     for line in mpicython.without_strings(source).splitlines())
+    if re.search(r"\bhpclab\b", code):
+        return (f"the cell of {name} imports hpclab: the lab's library computes the Laplacian "
+                "(fd.laplacian) but the kernel is yours to write, its loops over the points "
+                "and the stencil's weights")
     return None
 
 
