@@ -155,3 +155,16 @@ def test_names_used_reads_a_proxy_as_its_compiled_code_would():
     proxy.source = source
     compiled = exercises.names_used(namespace["solve_it"])
     assert exercises.names_used(proxy) == compiled == {"helper", "fd", "second_derivative"}
+
+
+def test_a_check_waits_for_stuck_code_as_long_as_it_says_or_as_the_environment_caps_it(
+        monkeypatch):
+    from hpclab.exercises import stuck_after
+
+    monkeypatch.delenv("HPCLAB_STUCK_SECONDS", raising=False)
+    assert stuck_after(30) == 30
+    monkeypatch.setenv("HPCLAB_STUCK_SECONDS", "8")
+    assert stuck_after(30) == 8 and stuck_after(5) == 5
+    for unusable in ("0", "-1", "soon"):  # never a wait of nothing: the check's own time
+        monkeypatch.setenv("HPCLAB_STUCK_SECONDS", unusable)
+        assert stuck_after(30) == 30

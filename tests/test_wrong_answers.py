@@ -185,6 +185,9 @@ def each_wrong_answer_loses_only_its_own_points(lab, tmp_path, monkeypatch):
     skip_if_unready(lab, f"the {lab} lab's wrong answers")
     monkeypatch.setenv("HPCLAB_PROFILE", "quick")
     monkeypatch.setenv("HPCLAB_RESULTS_DIR", str(tmp_path / "results"))
+    # the cases that deadlock by design (both ranks sending first) wait this long, not the
+    # 15-30 s a student's check gives: the solution's exchanges take milliseconds here too
+    monkeypatch.setenv("HPCLAB_STUCK_SECONDS", "8")
     # every case that edits a %%cython cell compiles it: without the optimiser the triad's
     # 30,000 lines of C take 2 s instead of 11 (no check depends on a time); in a cache of
     # this test's own, so that no lab run later finds these modules

@@ -38,6 +38,22 @@ def harnesses():
     return out
 
 
+def stuck_after(seconds):
+    """How long a check waits for a student's MPI code before it calls the code stuck (a
+    deadlock, a message no rank sends): ``seconds``, or ``$HPCLAB_STUCK_SECONDS`` where that
+    is shorter and positive. The checks that wait so give code that is right milliseconds of
+    work; a run that grades many wrong answers, several of which wait forever by design, may
+    wait less for each."""
+    import math
+    import os
+
+    try:
+        cap = float(os.environ.get("HPCLAB_STUCK_SECONDS", "inf"))
+    except ValueError:
+        cap = math.inf
+    return min(seconds, cap) if cap > 0 else seconds
+
+
 def timed_ranks(engines, nprocs):
     """``nprocs`` as an int when a harness may time on that many of ``engines``: at least one,
     at most the engines and one per usable core (a timing on more ranks than cores times the

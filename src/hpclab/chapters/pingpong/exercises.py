@@ -7,6 +7,8 @@ import warnings
 
 import numpy as np
 
+from hpclab.exercises import stuck_after
+
 GUARD = 0xA5  # the bytes after a guarded receive buffer
 SEND_GUARD = 0x5A  # after a guarded send buffer: what a send past its end carries is not GUARD
 GUARDED = 16  # a guarded buffer of n bytes is followed by 16n + 64 guard bytes: room for n
@@ -332,7 +334,7 @@ def _order_problem(engines, loop, timeout, rounds=3):
     did not finish (the timing says so itself)."""
     try:
         orders = pingpong_clock_check(engines, loop, 64, iterations=rounds,
-                                      timeout=min(timeout, 30))["orders"]
+                                      timeout=stuck_after(min(timeout, 30)))["orders"]
     except Exception:  # noqa: BLE001  (the timing that follows fails in the student's terms)
         return None
     first, second = (list(o or []) for o in orders[:2])
@@ -381,12 +383,13 @@ def time_batches(engines, batches, loop, sizes, warmup=10, iterations=200, repet
     if cython_loop is not None:  # first on small guarded buffers: not one that overruns them
         try:
             probe = pingpong_check(engines, cython_loop, 64, iterations=2,
-                                   timeout=min(timeout, CY_TIMEOUT), guarded=True)
+                                   timeout=stuck_after(min(timeout, CY_TIMEOUT)), guarded=True)
             if probe["overran"]:  # wrong bytes alone are (c)'s to grade: it is still timed
                 cython_stuck = "writes past the end of a 64-byte buffer"
         except Exception as exc:  # noqa: BLE001  (its check in (c) says what)
-            cython_stuck = (f"did not finish 64-byte messages within {min(timeout, CY_TIMEOUT)}"
-                            " s" if isinstance(exc, TimeoutError)
+            cython_stuck = ("did not finish 64-byte messages within "
+                            f"{stuck_after(min(timeout, CY_TIMEOUT)):g} s"
+                            if isinstance(exc, TimeoutError)
                             else f"raised {type(exc).__name__} on 64-byte messages")
         if cython_stuck:
             warnings.warn(f"your Cython loop {cython_stuck} (its check in (c) says more): it "
@@ -568,12 +571,13 @@ def _third_rank_on_rank(loop, nbytes, iterations):
     return {"calls": calls}
 
 
-def third_rank_check(engines, loop, timeout=THIRD_TIMEOUT):
+def third_rank_check(engines, loop, timeout=None):
     """What ``loop`` does when it runs as rank 2 of 3, where a ping-pong's rank has nothing
     to do: ``calls``, the point-to-point calls it made through mpi4py (it is stopped at the
     first), and ``finished``, False when it did not return within ``timeout`` seconds (a
     compiled loop that receives from rank 0: fresh engines start with the next call), and
-    that ``timeout``."""
+    that ``timeout`` (THIRD_TIMEOUT, or less: :func:`hpclab.exercises.stuck_after`)."""
+    timeout = stuck_after(THIRD_TIMEOUT) if timeout is None else timeout
     try:
         res = engines.run(_third_rank_on_rank, loop, 64, 3, timeout=timeout,
                           what="your loop as rank 2 of 3")
@@ -603,6 +607,7 @@ def cython_loop_check(engines, loop, iterations=200, timeout=30, seed=11):
     """
     from hpclab.mpicython import nogil_problem
 
+    timeout = stuck_after(timeout)
     out = {"sizes": {}, "deadlock": False, "rounds": None, "asked": CY_ROUNDS,
            "sent_bytes": None, "rounds_bytes": CY_ROUNDS_BYTES, "nogil": nogil_problem(loop)}
     for nbytes in CY_SIZES:

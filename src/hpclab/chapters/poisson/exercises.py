@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hpclab.exercises import stuck_after
 from hpclab.kernels.topology import block_range
 
 
@@ -250,8 +251,8 @@ def poisson_check(engines, dot, apply_A, cg, nprocs, n=24, seed=0, timeout=60):
                      "count the updates of x (none before the first), and test "
                      "||r|| <= tol * ||r0|| before each, as the reference does")
     # two exchanges of 512 KiB take milliseconds: half a minute is room for any load
-    if out["apply"] is None and nprocs > 1 and wide_rows_deadlock(engines, apply_A, nprocs,
-                                                                  timeout=min(timeout, 30)):
+    if out["apply"] is None and nprocs > 1 and wide_rows_deadlock(
+            engines, apply_A, nprocs, timeout=stuck_after(min(timeout, 30))):
         out["apply"] = (f"on {nprocs} ranks with rows of {WIDE_COLUMNS} values, apply_A did not "
                         "finish: a deadlock. A blocking Send returns only once MPI has "
                         "buffered the message or its receive is posted; small rows are "
