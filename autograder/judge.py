@@ -224,12 +224,15 @@ class KernelFunction:
     """A function defined in the notebook: called in the kernel on plain copies of the
     arguments; arrays passed in are updated with what the function wrote into them."""
 
-    def __init__(self, bridge, name, source=None):
+    def __init__(self, bridge, name, source=None, origins=None):
         self._bridge, self.name = bridge, name
         self.__name__ = name
         # the code it was compiled from, as the kernel found it (checks read where its MPI
         # calls or its threads are: hpclab.mpicython.source_of)
         self.source = source if isinstance(source, str) else None
+        # the modules the globals it reads come from (hpclab.exercises.origins)
+        self.origins = {k: v for k, v in origins.items() if isinstance(k, str)
+                        and isinstance(v, str)} if isinstance(origins, dict) else {}
 
     def __call__(self, *args, **kwargs):
         import numpy as np
@@ -330,7 +333,7 @@ def namespace(bridge, names):
             if mod is not None:
                 ns[name] = mod
         elif kind == "callable":
-            ns[name] = KernelFunction(bridge, name, info.get("source"))
+            ns[name] = KernelFunction(bridge, name, info.get("source"), info.get("origins"))
         elif kind == "engines":
             n = decode(info.get("n"))
             ns[name] = EnginesProxy(bridge, name, n if type(n) is int else 0)

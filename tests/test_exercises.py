@@ -1,4 +1,5 @@
 """What a lab's self-check says when the exercise it checks is missing or raised."""
+import numpy as np
 import pytest
 
 IPython = pytest.importorskip("IPython")
@@ -155,6 +156,17 @@ def test_names_used_reads_a_proxy_as_its_compiled_code_would():
     proxy.source = source
     compiled = exercises.names_used(namespace["solve_it"])
     assert exercises.names_used(proxy) == compiled == {"helper", "fd", "second_derivative"}
+    # an import inside it names the module and what it takes, as the compiled code does
+    source = ("def borrow(order):\n"
+              "    import math\n"
+              "    from hpclab.chapters.stencil.fd import second_derivative as s\n"
+              "    return s(order), math.pi\n")
+    namespace = {}
+    exec(source, namespace)
+    proxy.__name__, proxy.source = "borrow", source
+    compiled = exercises.names_used(namespace["borrow"])
+    assert exercises.names_used(proxy) == compiled == {
+        "math", "pi", "hpclab.chapters.stencil.fd", "second_derivative"}, compiled
 
 
 def test_a_check_waits_for_stuck_code_as_long_as_it_says_or_as_the_environment_caps_it(
@@ -168,3 +180,25 @@ def test_a_check_waits_for_stuck_code_as_long_as_it_says_or_as_the_environment_c
     for unusable in ("0", "-1", "soon"):  # never a wait of nothing: the check's own time
         monkeypatch.setenv("HPCLAB_STUCK_SECONDS", unusable)
         assert stuck_after(30) == 30
+
+
+def test_origins_names_the_library_a_function_reaches_under_any_name():
+    """A library function under another name, a module under another name, a nested
+    function's reads: each named with the module its value comes from; the grader's proxy
+    carries what the kernel found."""
+    from hpclab import exercises
+    from hpclab.chapters.stencil import fd
+
+    namespace = {"np": np, "coeffs": fd.second_derivative, "lib": fd, "LIMIT": 3}
+    exec("def weights(order):\n"
+         "    def inner():\n"
+         "        return lib.ORDERS\n"
+         "    return np.asarray(coeffs(order))[:LIMIT], inner()\n", namespace)
+    found = exercises.origins(namespace["weights"])
+    assert found == {"np": "numpy", "coeffs": fd.__name__, "lib": fd.__name__}, found
+
+    class Proxy:
+        origins = {"coeffs": fd.__name__}
+
+    assert exercises.origins(Proxy()) == {"coeffs": fd.__name__}
+    assert exercises.origins(len) == {}

@@ -13,6 +13,12 @@ WRONG = [
          ("weights", "    r = order // 2\n    k = np.arange",
           '    _w = getattr(getattr(sx, "f" + "d"), "second_" + "derivative")(order)\n'
           "    return _w[order // 2:]\n    r = order // 2\n    k = np.arange")),
+    case("the weights from the library under another name", "test_weights",
+         "reads _coeffs, from the lab's library",
+         ("weights", "\n\ndef d2_weights(order):",
+          "\n\n_coeffs = fd.second_derivative\n\n\ndef d2_weights(order):"),
+         ("weights", "    r = order // 2\n    k = np.arange",
+          "    return _coeffs(order)[order // 2:]\n    r = order // 2\n    k = np.arange")),
     case("the m = 2 moment set to 1", "test_weights", "half the right ones",
          ("weights", "b[1] = 2.0", "b[1] = 1.0")),
     case("each c_k counted once in the moments", "test_weights", "appears twice",

@@ -112,7 +112,17 @@ def names_used(func):
                  for a in f.args.args + f.args.kwonlyargs + f.args.posonlyargs}
         local |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
                   and isinstance(n.ctx, (ast.Store, ast.Del))}
-        return {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)} | \
+        local |= {a.asname or a.name.split(".")[0] for n in ast.walk(node)
+                  if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+        # an import inside it: the module's dotted name and the names taken from it, as
+        # IMPORT_NAME and IMPORT_FROM put them in co_names
+        imported = {a.name for n in ast.walk(node) if isinstance(n, ast.Import)
+                    for a in n.names}
+        imported |= {n.module for n in ast.walk(node)
+                     if isinstance(n, ast.ImportFrom) and n.module}
+        imported |= {a.name for n in ast.walk(node) if isinstance(n, ast.ImportFrom)
+                     for a in n.names}
+        return imported | {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)} | \
             {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
              and isinstance(n.ctx, ast.Load) and n.id not in local}
     names, todo = set(), [code]
@@ -121,6 +131,31 @@ def names_used(func):
         names |= set(code.co_names)
         todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
     return names
+
+
+def origins(func):
+    """{global name: the module its value comes from} of the names ``func``'s code reads
+    from its globals (a function alias, ``f = fd.second_derivative``, counts as fd's): which
+    library a student's function reaches, however it names it. Read from the function, or,
+    for the grader's proxy of a notebook's function, as the notebook's kernel read it there
+    (autograder/kernel_side.py). Empty for a compiled function."""
+    import types
+
+    code, space = getattr(func, "__code__", None), getattr(func, "__globals__", None)
+    if not (isinstance(code, types.CodeType) and isinstance(space, dict)):
+        return dict(getattr(func, "origins", None) or {})
+    found, todo = {}, [code]
+    while todo:
+        c = todo.pop()
+        todo += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+        for n in c.co_names:
+            if n in space:
+                v = space[n]
+                where = v.__name__ if isinstance(v, types.ModuleType) else getattr(
+                    v, "__module__", None)
+                if isinstance(where, str):
+                    found[n] = where
+    return found
 
 
 COMPLETIONS = ("Wait", "wait", "Test", "test", "Waitall", "waitall", "Waitany", "waitany",

@@ -577,7 +577,7 @@ def third_rank_check(engines, loop, timeout=None):
     first), and ``finished``, False when it did not return within ``timeout`` seconds (a
     compiled loop that receives from rank 0: fresh engines start with the next call), and
     that ``timeout`` (THIRD_TIMEOUT, or less: :func:`hpclab.exercises.stuck_after`)."""
-    timeout = stuck_after(THIRD_TIMEOUT) if timeout is None else timeout
+    timeout = stuck_after(THIRD_TIMEOUT if timeout is None else timeout)
     try:
         res = engines.run(_third_rank_on_rank, loop, 64, 3, timeout=timeout,
                           what="your loop as rank 2 of 3")
@@ -591,8 +591,10 @@ def cython_loop_check(engines, loop, iterations=200, timeout=30, seed=11):
     """Check the student's compiled loop (an ``%%mpi_cython`` function, which the ticking
     clock cannot reach: it calls MPI's C functions) by what it delivers.
 
-    Returns ``sizes``: bytes -> the guarded :func:`pingpong_check` result at each of
-    CY_SIZES (its ``python_calls`` and ``overran`` too), or
+    Returns ``timeout``: the seconds each step was given (``timeout``, or less:
+    :func:`hpclab.exercises.stuck_after`); ``sizes``: bytes -> the guarded
+    :func:`pingpong_check` result at each of CY_SIZES (its ``python_calls`` and ``overran``
+    too), or
     the string ``"timeout"`` when the loop did not finish (a send with no matching receive);
     ``deadlock``: True when a few round trips of CY_DEADLOCK_BYTES did not finish within
     ``timeout`` (both ranks sending before they receive waits forever once the message is
@@ -608,8 +610,9 @@ def cython_loop_check(engines, loop, iterations=200, timeout=30, seed=11):
     from hpclab.mpicython import nogil_problem
 
     timeout = stuck_after(timeout)
-    out = {"sizes": {}, "deadlock": False, "rounds": None, "asked": CY_ROUNDS,
-           "sent_bytes": None, "rounds_bytes": CY_ROUNDS_BYTES, "nogil": nogil_problem(loop)}
+    out = {"timeout": timeout, "sizes": {}, "deadlock": False, "rounds": None,
+           "asked": CY_ROUNDS, "sent_bytes": None, "rounds_bytes": CY_ROUNDS_BYTES,
+           "nogil": nogil_problem(loop)}
     for nbytes in CY_SIZES:
         try:
             out["sizes"][nbytes] = res = pingpong_check(
