@@ -287,6 +287,19 @@ def test_the_exchange_on_the_simulated_cluster_beside_report_002():
 
 
 @SMPI
+def test_the_simulated_clock_repeats_itself_so_one_repetition_is_the_median():
+    """on_platform runs one repetition by default: without simulated computation, each
+    repetition of a batch takes the same simulated time to the last digit."""
+    from hpclab.chapters.mpilibs import simulation
+
+    sizes = [8, 65536, 1 << 20]
+    once = simulation.on_platform("exchange", 8, sizes, iterations=4)
+    thrice = simulation.on_platform("exchange", 8, sizes, iterations=4, repetitions=3)
+    assert once["seconds"].tolist() == thrice["seconds"].tolist()
+    assert (once["seconds"] > 0).all()
+
+
+@SMPI
 def test_the_simulated_program_checks_itself_too():
     from hpclab import simulate
     from hpclab.chapters.mpilibs import simulation

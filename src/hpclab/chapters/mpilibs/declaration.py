@@ -21,10 +21,12 @@ KERNEL = Kernel(
     profiles={
         # sizes in bytes; a batch's operations scale down with the size (and by ``scale``);
         # timeout: seconds for any one launch of the program
-        # quick: seven sizes, so that Hockney's model has three on each side of a switch
+        # quick: seven sizes, so that Hockney's model has three on each side of a switch; one
+        # round (each launch costs about a second of start-up, 24 launches a round under three
+        # libraries), three repetitions, so that an interval has two degrees of freedom
         "quick": {"sizes": [8, 64, 512, 4096, 32768, 262144, 1048576],
                   "tests": ["pingpong", "ring", "exchange", "allreduce"],
-                  "repetitions": 3, "rounds": 2, "scale": 20, "timeout": 120},
+                  "repetitions": 3, "rounds": 1, "scale": 20, "timeout": 120},
         "standard": {"sizes": [2**k for k in range(0, 23)],
                      "tests": ["pingpong", "ring", "exchange", "allreduce"],
                      "repetitions": 10, "rounds": 3, "scale": 1, "timeout": 600},
