@@ -148,6 +148,9 @@ def __hpclab_bridge__(folder):
             result = ns[req["name"]](*args, **kwargs)
             reply = {"result": enc(result),
                      "after": [enc(a) if isinstance(a, np.ndarray) else None for a in args]}
+        elif req["op"] == "map":  # one call after the other, in one request
+            func = ns[req["name"]]
+            reply = {"results": [enc(func(*dec(args))) for args in req["calls"]]}
         elif req["op"] == "engines":
             func = importlib.import_module(req["module"])
             for part in req["qualname"].split("."):

@@ -248,6 +248,35 @@ def test_a_notebook_functions_source_reaches_the_graded_cell(tmp_path):
     assert not _errors(outputs), outputs
 
 
+def test_many_calls_of_a_notebook_function_go_in_one_request(tmp_path):
+    """hpclab.exercises.map_calls: a check that needs a student's function on many inputs
+    asks the kernel once (each request costs milliseconds); the results are the calls', in
+    order, and the first call that raises raises in the check as a single call would. In the
+    notebook (no proxy) it calls one after the other."""
+    import numpy as np
+
+    from hpclab import exercises
+
+    kernel, sent = {"__builtins__": __builtins__}, []
+    exec("import numpy as np\ndef line(s, t):\n    if len(s) < 2:\n"
+         "        raise ValueError('two points at least')\n    return float(s.sum()), len(t)\n",
+         kernel)
+
+    def execute(cell):
+        sent.append(cell)
+        exec(cell, kernel)
+        return []
+
+    bridge = judge.Bridge(execute, str(tmp_path / "bridge"))
+    line = judge.KernelFunction(bridge, "line")
+    calls = [(np.arange(k, dtype=float), np.ones(k)) for k in (2, 3, 4)]
+    assert exercises.map_calls(line, calls) == [(1.0, 2), (3.0, 3), (6.0, 4)]
+    assert len(sent) == 1
+    with pytest.raises(ValueError, match="two points at least"):
+        exercises.map_calls(line, [*calls, (np.zeros(1), np.ones(1))])
+    assert exercises.map_calls(kernel["line"], calls) == [(1.0, 2), (3.0, 3), (6.0, 4)]
+
+
 def test_a_value_that_lies_about_equality_arrives_as_the_number_it_is(tmp_path):
     bridge = _kernel(tmp_path, "class Liar(float):\n    def __eq__(self, other):\n"
                                "        return True\nanswer = Liar(1.0)\n")

@@ -54,6 +54,17 @@ def stuck_after(seconds):
     return min(seconds, cap) if cap > 0 else seconds
 
 
+def map_calls(func, calls):
+    """``[func(*args) for args in calls]``: in one request to the notebook's kernel where
+    ``func`` is the grader's proxy of a notebook function (autograder/judge.py), which costs a
+    request each call (milliseconds); call by call otherwise. For checks that call a
+    student's function on many inputs whose answers they need before they judge."""
+    batch = getattr(type(func), "__hpclab_map__", None)
+    if batch is not None:
+        return batch(func, [tuple(args) for args in calls])
+    return [func(*args) for args in calls]
+
+
 def timed_ranks(engines, nprocs):
     """``nprocs`` as an int when a harness may time on that many of ``engines``: at least one,
     at most the engines and one per usable core (a timing on more ranks than cores times the
