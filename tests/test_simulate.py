@@ -285,3 +285,30 @@ def test_the_pingpong_rubric_quotes_what_the_simulation_gives():
     # "and too slow from 128 to 512 KiB"
     slow = {n: r for n, r in ratio.items() if 128 * KiB <= n <= 512 * KiB}
     assert slow and all(r > 1 for r in slow.values()), slow
+
+
+@needs_smpi
+def test_a_simulation_without_computation_runs_once_and_is_read_the_next_time(
+        tmp_path, monkeypatch):
+    """Under simulate.CONFIG a simulation's output follows from its program, platform and
+    arguments alone: the second run reads it from the cache. One that times this machine's
+    computation (COMPUTE_CONFIG) runs every time."""
+    from hpclab.chapters.mpilibs import simulation as mpilibs_sim
+
+    monkeypatch.setenv("HPCLAB_CACHE", str(tmp_path))
+    real, started = launch.run_process, []
+
+    def counted(cmd, *args, **kwargs):
+        started.append(cmd)
+        return real(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(launch, "run_process", counted)
+    first = mpilibs_sim.on_platform("exchange", 4, [8, 4096], iterations=2)
+    again = mpilibs_sim.on_platform("exchange", 4, [8, 4096], iterations=2)
+    mpilibs_sim.on_platform("exchange", 4, [8, 4096], iterations=3)
+    assert first.equals(again) and len(started) == 2  # the first and the other arguments
+    spec, exe = simulate.platform(mpilibs_sim.PLATFORM), mpilibs_sim.program()
+    for _ in range(2):
+        simulate.smpirun(exe, spec, 2, ["exchange", 1, 1, "8:2"],
+                         config=simulate.COMPUTE_CONFIG)
+    assert len(started) == 4
