@@ -122,13 +122,14 @@ test-needs::
 	@:
 # ruff first (a second); mypy (a minute from a fresh clone's empty cache, mostly waiting on
 # the disk and on the other processes) runs beside the suite and is shown after it: make test
-# fails when either fails
+# fails when either fails. A failure shows its assertion's message and the lines that led
+# to it (--tb=short), so that a log cut to its first and last lines still says what failed
 test: $(STAMP)
 	$(BIN)/ruff check .
 	@$(MAKE) --no-print-directory test-needs
 	mkdir -p build; $(BIN)/mypy > build/mypy.log 2>&1 & mypy=$$!; \
 	$(YIELD_ENV) HPCLAB_PROFILE=quick $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile \
-	  --no-loadscope-reorder; status=$$?; \
+	  --no-loadscope-reorder --tb=short; status=$$?; \
 	wait $$mypy; typed=$$?; echo "=== mypy (beside the tests): exit $$typed ==="; \
 	cat build/mypy.log; [ $$typed -eq 0 ] || exit $$typed; exit $$status
 

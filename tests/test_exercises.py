@@ -182,6 +182,17 @@ def test_a_check_waits_for_stuck_code_as_long_as_it_says_or_as_the_environment_c
         assert stuck_after(30) == 30
 
 
+def test_stuck_code_is_judged_by_the_work_it_spends_the_clock_only_bounds_it(monkeypatch):
+    """The cap is processor time (a deadlock polls); the clock gets STUCK_WALL times the
+    check's seconds, whatever the cap: right code on a loaded machine waits for its turn."""
+    from hpclab.exercises import STUCK_WALL, stuck_limits
+
+    monkeypatch.delenv("HPCLAB_STUCK_SECONDS", raising=False)
+    assert stuck_limits(10) == {"timeout": STUCK_WALL * 10, "busy": 10} and STUCK_WALL > 1
+    monkeypatch.setenv("HPCLAB_STUCK_SECONDS", "1")
+    assert stuck_limits(10) == {"timeout": STUCK_WALL * 10, "busy": 1}
+
+
 def test_origins_names_the_library_a_function_reaches_under_any_name():
     """A library function under another name, a module under another name, a nested
     function's reads: each named with the module its value comes from; the grader's proxy

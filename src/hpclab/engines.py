@@ -42,6 +42,7 @@ from hpclab.ranks import (
 START_TIMEOUT = 90.0
 # seconds the other engines get to finish once one has raised (see Engines.run)
 RAISED_GRACE = 3.0
+BUSY_POLL = 0.25  # seconds between two looks at the engines' processor time (Engines.run busy)
 # The controller counts an engine registered at its first answered heartbeat, about 1.5
 # periods after it connects: at ipyparallel's 3 s period, 5 s of every start. A 0.5 s period
 # starts engines in under 3 s; 60 misses keep the 30 s of silence (a machine too loaded to
@@ -219,10 +220,13 @@ if line.strip() != "stopped":
 
 
 def _world_rank():
-    """Runs on an engine: its rank in MPI.COMM_WORLD."""
+    """Runs on an engine: its rank in MPI.COMM_WORLD, its process id and its host's name."""
+    import os
+    import socket
+
     from mpi4py import MPI
 
-    return MPI.COMM_WORLD.Get_rank()
+    return MPI.COMM_WORLD.Get_rank(), os.getpid(), socket.gethostname()
 
 
 def _watch(pids):
@@ -285,6 +289,7 @@ class Engines:
         self.client = None
         self.view = None
         self._ranks = {}  # engine id -> MPI rank (see _in_rank_order)
+        self._local = {}  # MPI rank -> process id, of the engines on this machine
         self.profile_dir = None
         self._pids = set()
         self._watcher = None
@@ -408,14 +413,22 @@ class Engines:
         for its rank as its id; after a restart while the killed engines' ids are still
         registered, the controller gives the next free ids in the order the engines register,
         which need not be the ranks'."""
+        import socket
+
         import ipyparallel as ipp
 
         try:
-            ranks = self.client[ids].apply_async(_world_rank).get(timeout=self.start_timeout)
+            said = self.client[ids].apply_async(_world_rank).get(timeout=self.start_timeout)
         except ipp.error.TimeoutError:
             raise MPILaunchError(f"{self.what}: the new MPI engines did not say their ranks "
                                  f"within {self.start_timeout:g} s") from None
+        ranks = [rank for rank, _, _ in said]
         self._ranks = dict(zip(ids, ranks))
+        # the engines this machine's /proc can see (mpiexec's, not a Slurm job's: its ranks
+        # may share this host's name from a node of their own)
+        here = socket.gethostname()
+        self._local = {rank: pid for rank, pid, host in said
+                       if host == here and self.launcher == "mpiexec"}
         return self.client[[i for _, i in sorted(zip(ranks, ids))]]
 
     def _wait_for_new(self, old):
@@ -552,14 +565,22 @@ class Engines:
         return set(self._pids)
 
     def run(self, func: Callable[..., T], *args: Any, timeout: float | None = None,
-            what: str | None = None, **kwargs: Any) -> list[T]:
+            what: str | None = None, busy: float | None = None, **kwargs: Any) -> list[T]:
         """Call ``func(*args, **kwargs)`` on every engine; results in rank order.
+
+        ``busy``: for a call that, when right, needs milliseconds of work (a check of a
+        student's exchange): it is stopped as stuck as soon as one engine has spent ``busy``
+        seconds of processor time on it (MPI waits by polling: a deadlock spends it at the
+        pace the machine's load lets it), not only at ``timeout``. On a loaded machine a
+        right call may take long on the clock but never spends that; where /proc cannot see
+        the engines (under Slurm) ``timeout`` alone applies.
 
         Raises
         ------
         TimeoutError
-            The call did not finish within ``timeout`` seconds; the engines were
-            killed, and fresh ones start with the next call.
+            The call did not finish within ``timeout`` seconds, or spent ``busy`` seconds of
+            processor time on an engine; the engines were killed, and fresh ones start with
+            the next call.
         hpclab.kernels.KernelError, ValueError, ...
             Re-raised from the lowest-numbered failing engine, with its rank; when one
             engine raised while the others still ran (waiting for it), from that one, after
@@ -576,8 +597,12 @@ class Engines:
         what = what or getattr(func, "__name__", "the call")
         ar = self.view.apply_async(func, *args, **kwargs)
         try:
-            left = self._stop_when_one_raised(ar, timeout, what)
-            results = ar.get(timeout=left)
+            deadline = time.monotonic() + timeout
+            spinning = [] if busy is None else self._busy_ranks(ar, timeout, float(busy))
+            if not spinning:
+                left = self._stop_when_one_raised(ar, max(0.0, deadline - time.monotonic()),
+                                                  what)
+                results = ar.get(timeout=left)
         except ipp.error.TimeoutError:
             self._kill_engines()
             raise TimeoutError(
@@ -602,10 +627,44 @@ class Engines:
                     "another CPU). The engines were stopped, and fresh ones start with the next "
                     "run") from None
             raise _remote_exception(exc, what, ranks=self._ranks) from None
+        if spinning:
+            self._kill_engines()
+            raise TimeoutError(
+                f"{what} did not finish: rank{'s' if len(spinning) > 1 else ''} "
+                f"{', '.join(map(str, spinning))} spent {busy:g} s of processor time on it "
+                "without returning (a deadlock: MPI waits for a message by polling); the "
+                "engines were stopped, and fresh ones start with the next run")
         order = sorted(range(len(results)),
                        key=lambda i: self._ranks.get(ar.engine_id[i], ar.engine_id[i]))
         return [results[i] for i in order]
 
+
+    def _busy_ranks(self, ar: Any, timeout: float, busy: float) -> list[int]:
+        """Wait for ``ar`` up to ``timeout`` while no engine of this machine has spent
+        ``busy`` seconds of processor time since the call began; the ranks that have, when
+        one has (``ar`` not done), else []: ``ar`` is done, one of its engines raised (the
+        caller says which), or the time is up (the caller says so)."""
+        import concurrent.futures as cf
+
+        from hpclab.processes import cpu_seconds
+
+        start: dict[int, float] = {}
+        for rank, pid in self._local.items():
+            if (t := cpu_seconds(pid)) is not None:
+                start[rank] = t
+        deadline = time.monotonic() + timeout
+        parts = ar.split() or [ar]
+        while start and (left := deadline - time.monotonic()) > 0:
+            done, pending = cf.wait(parts, timeout=min(BUSY_POLL, left),
+                                    return_when=cf.FIRST_EXCEPTION)
+            if not pending or any(p.exception() is not None for p in done):
+                return []
+            used = {rank: (cpu_seconds(self._local[rank]) or t) - t
+                    for rank, t in start.items()}
+            spinning = sorted(rank for rank, u in used.items() if u >= busy)
+            if spinning:
+                return spinning
+        return []
 
     def _stop_when_one_raised(self, ar: Any, timeout: float, what: Any) -> float:
         """Wait for ``ar`` up to ``timeout``, and when an engine raises while others still

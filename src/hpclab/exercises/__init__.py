@@ -39,11 +39,11 @@ def harnesses():
 
 
 def stuck_after(seconds):
-    """How long a check waits for a student's MPI code before it calls the code stuck (a
-    deadlock, a message no rank sends): ``seconds``, or ``$HPCLAB_STUCK_SECONDS`` where that
-    is shorter and positive. The checks that wait so give code that is right milliseconds of
-    work; a run that grades many wrong answers, several of which wait forever by design, may
-    wait less for each."""
+    """The processor time a check lets an engine spend on a student's MPI code before it
+    calls the code stuck (a deadlock, a message no rank sends; see :func:`stuck_limits`):
+    ``seconds``, or ``$HPCLAB_STUCK_SECONDS`` where that is shorter and positive. The checks
+    that wait so give code that is right milliseconds of work; a run that grades many wrong
+    answers, several of which wait forever by design, may give each less."""
     import math
     import os
 
@@ -52,6 +52,19 @@ def stuck_after(seconds):
     except ValueError:
         cap = math.inf
     return min(seconds, cap) if cap > 0 else seconds
+
+
+STUCK_WALL = 3  # a stuck check's clock runs this many times its seconds (see stuck_limits)
+
+
+def stuck_limits(seconds):
+    """The limits of :meth:`hpclab.engines.Engines.run` for a check that waits for a student's
+    MPI code which, when right, is milliseconds of work: stuck once an engine has spent
+    :func:`stuck_after` (``seconds``) seconds of processor time on it (a deadlock polls: on an
+    idle machine that is as many seconds on the clock), or after STUCK_WALL times ``seconds``
+    on the clock (an MPI that waits without polling; a machine too loaded to give it the
+    time). Right code on a loaded machine takes long on the clock, never that much work."""
+    return {"timeout": STUCK_WALL * seconds, "busy": stuck_after(seconds)}
 
 
 def map_calls(func, calls):

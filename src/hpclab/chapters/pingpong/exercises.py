@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from hpclab.exercises import stuck_after
+from hpclab.exercises import stuck_after, stuck_limits
 
 GUARD = 0xA5  # the bytes after a guarded receive buffer
 SEND_GUARD = 0x5A  # after a guarded send buffer: what a send past its end carries is not GUARD
@@ -143,7 +143,8 @@ def borrowed_calls(func):
         return []
 
 
-def pingpong_check(engines, loop, nbytes, iterations=100, timeout=60, seed=3, guarded=False):
+def pingpong_check(engines, loop, nbytes, iterations=100, timeout=60, seed=3, guarded=False,
+                   busy=None):
     """Run ``loop(comm, sendbuf, recvbuf, iterations)`` on the engines.
 
     The send buffers of ranks 0 and 1 hold a known pattern; afterwards both
@@ -160,7 +161,7 @@ def pingpong_check(engines, loop, nbytes, iterations=100, timeout=60, seed=3, gu
         not run). With
         ``guarded`` (see :func:`_pingpong_on_rank`): ``python_calls``, the point-to-point
         calls any rank made through mpi4py, and ``overran``, whether a rank wrote past its
-        receive buffer.
+        receive buffer. ``busy``: see :meth:`hpclab.engines.Engines.run`.
     """
     borrowed = borrowed_calls(loop)
     if borrowed:  # not run: the library's loop (which an engine may not even know by name)
@@ -168,7 +169,7 @@ def pingpong_check(engines, loop, nbytes, iterations=100, timeout=60, seed=3, gu
                 "pickled": pickle_calls(loop), "borrowed": borrowed, "python_calls": [],
                 "overran": False}
     per_rank = engines.run(_pingpong_on_rank, loop, int(nbytes), int(iterations), int(seed),
-                           False, bool(guarded), timeout=timeout,
+                           False, bool(guarded), timeout=timeout, busy=busy,
                            what=f"your ping-pong loop ({nbytes} B)")
     return {"time": per_rank[0]["time"], "times": [r["time"] for r in per_rank],
             "received_ok": _received_ok(per_rank, nbytes, seed),
@@ -334,7 +335,7 @@ def _order_problem(engines, loop, timeout, rounds=3):
     did not finish (the timing says so itself)."""
     try:
         orders = pingpong_clock_check(engines, loop, 64, iterations=rounds,
-                                      timeout=stuck_after(min(timeout, 30)))["orders"]
+                                      **stuck_limits(min(timeout, 30)))["orders"]
     except Exception:  # noqa: BLE001  (the timing that follows fails in the student's terms)
         return None
     first, second = (list(o or []) for o in orders[:2])
@@ -382,8 +383,8 @@ def time_batches(engines, batches, loop, sizes, warmup=10, iterations=200, repet
     rows, cython_stuck = [], None
     if cython_loop is not None:  # first on small guarded buffers: not one that overruns them
         try:
-            probe = pingpong_check(engines, cython_loop, 64, iterations=2,
-                                   timeout=stuck_after(min(timeout, CY_TIMEOUT)), guarded=True)
+            probe = pingpong_check(engines, cython_loop, 64, iterations=2, guarded=True,
+                                   **stuck_limits(min(timeout, CY_TIMEOUT)))
             if probe["overran"]:  # wrong bytes alone are (c)'s to grade: it is still timed
                 cython_stuck = "writes past the end of a 64-byte buffer"
         except Exception as exc:  # noqa: BLE001  (its check in (c) says what)
@@ -451,7 +452,7 @@ def _run_batches(batches, loop, nbytes, warmup, iterations, repetitions, as_byte
 
 
 
-def pingpong_clock_check(engines, loop, nbytes, iterations=10, timeout=60, seed=5):
+def pingpong_clock_check(engines, loop, nbytes, iterations=10, timeout=60, seed=5, busy=None):
     """Run ``loop`` with MPI.Wtime replaced by a clock that advances by TICK for every message
     a rank sends or receives through the communicator it is given, and by BARRIER_TICKS for
     a barrier.
@@ -465,7 +466,7 @@ def pingpong_clock_check(engines, loop, nbytes, iterations=10, timeout=60, seed=
     rank's calls in turn ('send', 'recv', 'sendrecv').
     """
     per_rank = engines.run(_pingpong_on_rank, loop, int(nbytes), int(iterations),
-                           int(seed), True, timeout=timeout,
+                           int(seed), True, timeout=timeout, busy=busy,
                            what=f"your ping-pong loop under a ticking clock ({nbytes} B)")
     t = per_rank[0]["time"]
     return {"time": t, "ticks": None if t is None else t / TICK,
@@ -576,23 +577,24 @@ def third_rank_check(engines, loop, timeout=None):
     to do: ``calls``, the point-to-point calls it made through mpi4py (it is stopped at the
     first), and ``finished``, False when it did not return within ``timeout`` seconds (a
     compiled loop that receives from rank 0: fresh engines start with the next call), and
-    that ``timeout`` (THIRD_TIMEOUT, or less: :func:`hpclab.exercises.stuck_after`)."""
-    timeout = stuck_after(THIRD_TIMEOUT if timeout is None else timeout)
+    that ``timeout``: the seconds of processor time it was given (THIRD_TIMEOUT, or less:
+    :func:`hpclab.exercises.stuck_limits`)."""
+    limits = stuck_limits(THIRD_TIMEOUT if timeout is None else timeout)
     try:
-        res = engines.run(_third_rank_on_rank, loop, 64, 3, timeout=timeout,
-                          what="your loop as rank 2 of 3")
+        res = engines.run(_third_rank_on_rank, loop, 64, 3, what="your loop as rank 2 of 3",
+                          **limits)
     except TimeoutError:
-        return {"calls": [], "finished": False, "timeout": timeout}
+        return {"calls": [], "finished": False, "timeout": limits["busy"]}
     return {"calls": next(r for r in res if r is not None)["calls"], "finished": True,
-            "timeout": timeout}
+            "timeout": limits["busy"]}
 
 
 def cython_loop_check(engines, loop, iterations=200, timeout=30, seed=11):
     """Check the student's compiled loop (an ``%%mpi_cython`` function, which the ticking
     clock cannot reach: it calls MPI's C functions) by what it delivers.
 
-    Returns ``timeout``: the seconds each step was given (``timeout``, or less:
-    :func:`hpclab.exercises.stuck_after`); ``sizes``: bytes -> the guarded
+    Returns ``timeout``: the seconds of processor time each step was given (``timeout``, or
+    less: :func:`hpclab.exercises.stuck_limits`); ``sizes``: bytes -> the guarded
     :func:`pingpong_check` result at each of CY_SIZES (its ``python_calls`` and ``overran``
     too), or
     the string ``"timeout"`` when the loop did not finish (a send with no matching receive);
@@ -609,15 +611,15 @@ def cython_loop_check(engines, loop, iterations=200, timeout=30, seed=11):
     """
     from hpclab.mpicython import nogil_problem
 
-    timeout = stuck_after(timeout)
-    out = {"timeout": timeout, "sizes": {}, "deadlock": False, "rounds": None,
+    limits = stuck_limits(timeout)
+    out = {"timeout": limits["busy"], "sizes": {}, "deadlock": False, "rounds": None,
            "asked": CY_ROUNDS, "sent_bytes": None, "rounds_bytes": CY_ROUNDS_BYTES,
            "nogil": nogil_problem(loop)}
     for nbytes in CY_SIZES:
         try:
             out["sizes"][nbytes] = res = pingpong_check(
-                engines, loop, nbytes, iterations=iterations, timeout=timeout, seed=seed,
-                guarded=True)
+                engines, loop, nbytes, iterations=iterations, seed=seed, guarded=True,
+                **limits)
         except TimeoutError:
             out["sizes"][nbytes] = "timeout"
             return out
@@ -625,16 +627,15 @@ def cython_loop_check(engines, loop, iterations=200, timeout=30, seed=11):
             return out  # a loop that writes past its buffers is not run on larger ones
     try:
         rounds = engines.run(_rounds_on_rank, loop, CY_ROUNDS_BYTES, CY_ROUNDS,
-                             timeout=timeout,
-                             what="your Cython loop's rank 0, answered by a counter")[1]
+                             what="your Cython loop's rank 0, answered by a counter",
+                             **limits)[1]
         out["rounds"], out["sent_bytes"] = rounds
     except TimeoutError:
         return out
     if out["sent_bytes"] != [CY_ROUNDS_BYTES]:
         return out  # a send of another size than its buffer reads past it: not run on 1 MiB
     try:
-        pingpong_check(engines, loop, CY_DEADLOCK_BYTES, iterations=2, timeout=timeout,
-                       seed=seed)
+        pingpong_check(engines, loop, CY_DEADLOCK_BYTES, iterations=2, seed=seed, **limits)
     except TimeoutError:
         out["deadlock"] = True
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpclab.exercises import stuck_after
+from hpclab.exercises import stuck_limits
 from hpclab.kernels.topology import block_range
 
 
@@ -91,12 +91,12 @@ def _wide_on_rank(apply_A, nprocs, columns):
         return cart.Get_rank()
 
 
-def wide_rows_deadlock(engines, apply_A, nprocs, timeout=30):
+def wide_rows_deadlock(engines, apply_A, nprocs, timeout=30, busy=None):
     """Whether the student's ``apply_A`` deadlocks on rows too wide for MPI to buffer a send
     (a blocking Send before the Recv on both neighbours); an error it raises is not judged
-    here."""
+    here. ``busy``: see :meth:`hpclab.engines.Engines.run`."""
     try:
-        engines.run(_wide_on_rank, apply_A, int(nprocs), WIDE_COLUMNS, timeout=timeout,
+        engines.run(_wide_on_rank, apply_A, int(nprocs), WIDE_COLUMNS, timeout=timeout, busy=busy,
                     what=f"your apply_A on rows of {WIDE_COLUMNS} values on {nprocs} ranks")
     except TimeoutError:
         return True
@@ -252,7 +252,7 @@ def poisson_check(engines, dot, apply_A, cg, nprocs, n=24, seed=0, timeout=60):
                      "||r|| <= tol * ||r0|| before each, as the reference does")
     # two exchanges of 512 KiB take milliseconds: half a minute is room for any load
     if out["apply"] is None and nprocs > 1 and wide_rows_deadlock(
-            engines, apply_A, nprocs, timeout=stuck_after(min(timeout, 30))):
+            engines, apply_A, nprocs, **stuck_limits(min(timeout, 30))):
         out["apply"] = (f"on {nprocs} ranks with rows of {WIDE_COLUMNS} values, apply_A did not "
                         "finish: a deadlock. A blocking Send returns only once MPI has "
                         "buffered the message or its receive is posted; small rows are "
