@@ -195,10 +195,10 @@ def test_engines_deadlock_times_out_within_its_timeout_and_recovers():
         assert [(r, s) for r, s, _ in second] == [(0, 2), (1, 2)]
         # a call that, when right, is milliseconds of work: a right one returns under a
         # budget of processor time, a deadlock is stopped by it long before its clock runs out
-        assert [r for r, _, _ in eng.run(_ranks, timeout=600, busy=0.5)] == [0, 1]
+        assert [r for r, _, _ in eng.run(_ranks, timeout=60, busy=0.5)] == [0, 1]
         with pytest.raises(TimeoutError, match=r"ring deadlock did not finish: ranks? [01, ]+ "
                                                r"spent 0\.5 s of processor time on it"):
-            eng.run(_deadlock, timeout=600, busy=0.5, what="ring deadlock")
+            eng.run(_deadlock, timeout=60, busy=0.5, what="ring deadlock")
         third = eng.run(_ranks)
         pids = eng.pids
     assert not wait_dead(list(pids) + [p for _, _, p in second + third])

@@ -54,7 +54,7 @@ def stuck_after(seconds):
     return min(seconds, cap) if cap > 0 else seconds
 
 
-STUCK_WALL = 3  # a stuck check's clock runs this many times its seconds (see stuck_limits)
+STUCK_WALL = 2  # a stuck check's clock runs this many times its seconds (see stuck_limits)
 
 
 def stuck_limits(seconds):
