@@ -294,6 +294,29 @@ def blocks_problem(kernel):
         return (f"{name} never uses {' and '.join(unused)}: visit the rows (i3, i2) block by "
                 "block, blocks of block3 x block2 (a kernel that ignores them is the baseline "
                 "again, and the gain you measure compares it with itself)")
+    swapped = _swapped_blocks(body)
+    if swapped:
+        return (f"{name} cuts axis {swapped[0]} (n{swapped[0]}) into blocks of "
+                f"block{swapped[1]}: block3 is the block's extent along i3 (n3) and block2 "
+                "along i2 (n2), as the chapter's kernels and the timing call pass them (the "
+                "result is right either way, but the blocks you time are not the ones you "
+                "asked for)")
+    return None
+
+
+def _swapped_blocks(code):
+    """(axis, block) of the first range() or min() call in ``code`` that bounds axis 3 by
+    block2 or axis 2 by block3 (n3 beside block2 and not block3, or the other way round);
+    None when none does."""
+    import re
+
+    for call in re.finditer(r"\b(?:range|min)\s*\(((?:[^()]|\([^()]*\))*)\)", code):
+        args = call.group(1)
+        has = {w: bool(re.search(rf"\b{w}\b", args)) for w in ("n3", "n2", "block3", "block2")}
+        if has["n3"] and has["block2"] and not has["block3"]:
+            return 3, 2
+        if has["n2"] and has["block3"] and not has["block2"]:
+            return 2, 3
     return None
 
 
