@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from hpclab.exercises import stuck_after, stuck_limits
+from hpclab.exercises import stuck_limits
 
 GUARD = 0xA5  # the bytes after a guarded receive buffer
 SEND_GUARD = 0x5A  # after a guarded send buffer: what a send past its end carries is not GUARD
@@ -382,14 +382,15 @@ def time_batches(engines, batches, loop, sizes, warmup=10, iterations=200, repet
             loop = reference_loop
     rows, cython_stuck = [], None
     if cython_loop is not None:  # first on small guarded buffers: not one that overruns them
+        limits = stuck_limits(min(timeout, CY_TIMEOUT))
         try:
             probe = pingpong_check(engines, cython_loop, 64, iterations=2, guarded=True,
-                                   **stuck_limits(min(timeout, CY_TIMEOUT)))
+                                   **limits)
             if probe["overran"]:  # wrong bytes alone are (c)'s to grade: it is still timed
                 cython_stuck = "writes past the end of a 64-byte buffer"
         except Exception as exc:  # noqa: BLE001  (its check in (c) says what)
             cython_stuck = ("did not finish 64-byte messages within "
-                            f"{stuck_after(min(timeout, CY_TIMEOUT)):g} s"
+                            f"{limits['busy']:g} s of processor time"
                             if isinstance(exc, TimeoutError)
                             else f"raised {type(exc).__name__} on 64-byte messages")
         if cython_stuck:

@@ -250,7 +250,8 @@ def poisson_check(engines, dot, apply_A, cg, nprocs, n=24, seed=0, timeout=60):
                      "crosses tol * ||r0|| far from where the order of a sum could move it: "
                      "count the updates of x (none before the first), and test "
                      "||r|| <= tol * ||r0|| before each, as the reference does")
-    # two exchanges of 512 KiB take milliseconds: half a minute is room for any load
+    # two exchanges of 512 KiB take milliseconds of work: half a minute of an engine's
+    # processor time is room for any right code, on any load (stuck_limits)
     if out["apply"] is None and nprocs > 1 and wide_rows_deadlock(
             engines, apply_A, nprocs, **stuck_limits(min(timeout, 30))):
         out["apply"] = (f"on {nprocs} ranks with rows of {WIDE_COLUMNS} values, apply_A did not "

@@ -251,20 +251,25 @@ def laplacian_problem(engines, kernel, name, orders=(2, 4, 8), deep=16, blocks=N
     return None
 
 
-def library_use(kernel, name):
-    """Words when the cell of a student's kernel imports hpclab (whose fd.laplacian, say,
-    would compute the result for it), else None: read from the cell's code, without its
-    comments and strings."""
-    import re
-
+def _code_lines(kernel):
+    """The lines of the cell ``kernel`` was compiled from, its strings blanked and its
+    comments cut (what a check reads of the code); None when it has no source."""
     from hpclab import mpicython
 
     source = mpicython.source_of(kernel)
     if source is None:
         return None
-    code = "\n".join(line.split("#", 1)[0]
-                     for line in mpicython.without_strings(source).splitlines())
-    if re.search(r"\bhpclab\b", code):
+    return [line.split("#", 1)[0] for line in mpicython.without_strings(source).splitlines()]
+
+
+def library_use(kernel, name):
+    """Words when the cell of a student's kernel names hpclab (an import whose fd.laplacian,
+    say, would compute the result for it), else None: read from the cell's code, without its
+    comments and strings."""
+    import re
+
+    lines = _code_lines(kernel)
+    if lines is not None and re.search(r"\bhpclab\b", "\n".join(lines)):
         return (f"the cell of {name} imports hpclab: the lab's library computes the Laplacian "
                 "(fd.laplacian) but the kernel is yours to write, its loops over the points "
                 "and the stencil's weights")
@@ -279,16 +284,12 @@ def blocks_problem(kernel):
 
     from hpclab import mpicython
 
-    source = mpicython.source_of(kernel)
-    if source is None:
-        return None
-    lines = mpicython.without_strings(source).splitlines()
+    lines = _code_lines(kernel)
     name = getattr(kernel, "__name__", "")
-    first, end = mpicython.body_span(lines, name)
-    if end == 0:
+    first, end = mpicython.body_span(lines, name) if lines is not None else (0, 0)
+    if lines is None or end == 0:
         return None
-    text = "\n".join(line.split("#", 1)[0] for line in lines[first:end])
-    body = text.split("):", 1)[-1]  # after the signature
+    body = "\n".join(lines[first:end]).split("):", 1)[-1]  # after the signature
     unused = [b for b in ("block3", "block2") if not re.search(rf"\b{b}\b", body)]
     if unused:
         return (f"{name} never uses {' and '.join(unused)}: visit the rows (i3, i2) block by "
