@@ -119,7 +119,8 @@ def test_local_slurm_says_what_it_needs(monkeypatch):
 
 def test_notebook_engines_through_slurm(slurm, monkeypatch, tmp_path):
     """launch.cluster(launcher='slurm'): the engines are one batch job whose tasks form one
-    MPI world (srun --mpi=pmi2), in rank order; the job ends with the block."""
+    MPI world (srun --mpi=pmi2), in rank order; a call that times out cancels the job and the
+    next call runs on a fresh one; the job ends with the block."""
     import subprocess
     import time
 
@@ -128,7 +129,13 @@ def test_notebook_engines_through_slurm(slurm, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     with launch.cluster(n=2, timeout=60, launcher="slurm", what="slurm engines",
                         sbatch_options=["--time=00:10:00"]) as engines:
-        seen = engines.run(launch.whoami)
+        first = engines.run(launch.whoami)
+        with pytest.raises(TimeoutError):
+            engines.run(time.sleep, 120, timeout=3, what="a stuck call")
+        seen = engines.run(launch.whoami, timeout=120)
+    assert [w["rank"] for w in first] == [0, 1]
+    # fresh engines: other processes than the stuck ones
+    assert {w["pid"] for w in seen}.isdisjoint(w["pid"] for w in first)
     # the batch script and the job's output went to the engines' own folder, now removed
     assert not list(tmp_path.iterdir())
     assert [w["rank"] for w in seen] == [0, 1] and {w["size"] for w in seen} == {2}

@@ -475,33 +475,34 @@ class Engines:
         old, self._watcher = self._watcher, _watch(self._pids) if self._pids else None
         _unwatch(old)  # after the new one holds its pipe: never a moment without one
 
+    @staticmethod
+    def _kill_group(pid):
+        """Kill process group ``pid`` and remove the shared memory its MPI left behind."""
+        left = shm.Leftovers(pid)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        left.remove()
+
     def _kill_leftovers(self):
         """Kill the process groups of mpiexec and the controller if anything survived."""
         for pid in self._pids:
-            left = shm.Leftovers(pid)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
-            left.remove()
+            self._kill_group(pid)
         self._pids.clear()
 
     def _kill_engines(self):
         """Kill the engines' mpiexec and everything in its process group, at once (under
-        Slurm: cancel their job)."""
-        if self.launcher == "slurm":
-            with contextlib.suppress(Exception):
-                self.cluster.stop_engines_sync()
-            return
-        for launcher in list((self.cluster.engines or {}).values()):
-            pid = getattr(launcher, "pid", None)
-            if pid:
-                left = shm.Leftovers(pid)
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(pid, signal.SIGKILL)
-                left.remove()
-                self._pids.discard(pid)
-        self._rewatch()
+        Slurm: cancel their job); the next call starts fresh ones."""
+        if self.launcher != "slurm":
+            for launcher in list((self.cluster.engines or {}).values()):
+                pid = getattr(launcher, "pid", None)
+                if pid:
+                    self._kill_group(pid)
+                    self._pids.discard(pid)
+            self._rewatch()
         with contextlib.suppress(Exception):
             self.cluster.stop_engines_sync()
+        # under Slurm too: a view of the cancelled job's engines would hold every later call
+        # until its timeout
         self.view = None
         self._stale = True
 
