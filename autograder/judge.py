@@ -199,7 +199,7 @@ class Bridge:
 # exceptions of libraries, besides the built-in ones, that a check may catch by their type
 # as it would in the notebook ((module, name) as the kernel names them: its own classes are
 # not trusted here)
-LIBRARY_EXCEPTIONS = {("numpy.linalg", "LinAlgError"): ("numpy.linalg", "LinAlgError")}
+LIBRARY_EXCEPTIONS = frozenset({("numpy.linalg", "LinAlgError")})
 
 
 def _student_exception(reply):
@@ -209,9 +209,9 @@ def _student_exception(reply):
     where = str(reply.get("traceback", "")).rstrip()
     text = message + (f"\n\nraised in your notebook:\n{where}" if where else "")
     cls = getattr(builtins, name, None) if reply.get("builtin") is True else None
-    known = LIBRARY_EXCEPTIONS.get((str(reply.get("module")), name))
-    if known is not None:
-        cls = getattr(importlib.import_module(known[0]), known[1], None)
+    module = str(reply.get("module"))
+    if (module, name) in LIBRARY_EXCEPTIONS:
+        cls = getattr(importlib.import_module(module), name, None)
     if isinstance(cls, type) and issubclass(cls, Exception):
         try:
             return cls(text)

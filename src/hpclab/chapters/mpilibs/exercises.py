@@ -89,15 +89,18 @@ class _StudentLine:
             key = self._key(sizes, times)
             if key not in self.fitted:
                 todo[key] = (sizes.copy(), times.copy())
-        for key, (lam, bw) in zip(todo, exercises.map_calls(self.hockney_line,
-                                                            list(todo.values()))):
-            self.fitted[key] = (float(lam), float(bw))
+        for key, got in zip(todo, exercises.map_calls(self.hockney_line,
+                                                      list(todo.values()))):
+            self._keep(key, got)
+
+    def _keep(self, key, got):
+        lam, bw = got
+        self.fitted[key] = (float(lam), float(bw))
 
     def __call__(self, sizes, times):
         key = self._key(sizes, times)
         if key not in self.fitted:
-            lam, bw = self.hockney_line(sizes.copy(), times.copy())
-            self.fitted[key] = (float(lam), float(bw))
+            self._keep(key, self.hockney_line(sizes.copy(), times.copy()))
         return self.fitted[key]
 
 
