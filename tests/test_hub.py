@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "hub"))
 sys.path.insert(0, str(ROOT / "autograder"))
 import hub  # noqa: E402
+import others  # noqa: E402
 import student_release  # noqa: E402
 import test_jupyterlab  # noqa: E402
 from test_jupyterlab import RUN_CELL, _on_panel  # noqa: E402
@@ -40,13 +41,6 @@ GRADING_S = 900
 COMMAND = '"$HPCLAB_ROOT/.venv/bin/python" "$HPCLAB_ROOT/hub/hub.py"'
 
 
-def _reachable_by_others(path):
-    """Whether another user can run ``path`` (every folder above it open to others)."""
-    path = Path(os.path.realpath(path))
-    return all(os.stat(p).st_mode & 0o001 for p in path.parents) and \
-        bool(os.stat(path).st_mode & 0o001)
-
-
 def _skip_reason():
     if os.geteuid() != 0:
         return "the hub makes local accounts and starts servers as them: run as root"
@@ -54,10 +48,7 @@ def _skip_reason():
         return "no chromium (apt-get install chromium)"
     if not (shutil.which("configurable-http-proxy") or shutil.which("npm")):
         return "neither configurable-http-proxy nor npm (apt-get install npm)"
-    if not _reachable_by_others(sys.executable):
-        return (f"the environment's Python ({os.path.realpath(sys.executable)}) cannot be run "
-                "by other users: open the folders above it (chmod o+x), as .ci/run does")
-    return None
+    return others.why_not_as_another_user()
 
 
 playwright = pytest.importorskip("playwright.sync_api",
