@@ -501,8 +501,8 @@ class Engines:
             self._rewatch()
         with contextlib.suppress(Exception):
             self.cluster.stop_engines_sync()
-        # under Slurm too: a view of the cancelled job's engines would hold every later call
-        # until its timeout
+        # under Slurm too: a view of the cancelled job's engines would take the next call and
+        # report it as an engine's crash
         self.view = None
         self._stale = True
 

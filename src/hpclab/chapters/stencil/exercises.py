@@ -285,9 +285,11 @@ def blocks_problem(kernel):
     from hpclab import mpicython
 
     lines = _code_lines(kernel)
+    if lines is None:
+        return None
     name = getattr(kernel, "__name__", "")
-    first, end = mpicython.body_span(lines, name) if lines is not None else (0, 0)
-    if lines is None or end == 0:
+    first, end = mpicython.body_span(lines, name)
+    if end == 0:
         return None
     body = "\n".join(lines[first:end]).split("):", 1)[-1]  # after the signature
     unused = [b for b in ("block3", "block2") if not re.search(rf"\b{b}\b", body)]
