@@ -112,9 +112,12 @@ TEST_WORKERS ?= 3
 # two cores shared by three workers it holds a core the rank it waits for needs (the three
 # wrong-answer files of the second half: 185 s alone on two cores, 177 s with it and ten more
 # cases). It makes a message slower (4 to 96 us one way), so it is never a timed run's setting:
-# the suite runs the quick profile, whose timings mean nothing
+# the suite runs the quick profile, whose timings mean nothing. Its OpenMP threads sleep
+# while they wait too (OMP_WAIT_POLICY=passive): ranks of two threads each, three workers
+# side by side, and a spinning thread holds a core the others need
 YIELD_ENV := MPIR_CVAR_ENABLE_HEAVY_YIELD=$${MPIR_CVAR_ENABLE_HEAVY_YIELD:-1} \
-  OMPI_MCA_mpi_yield_when_idle=$${OMPI_MCA_mpi_yield_when_idle:-1}
+  OMPI_MCA_mpi_yield_when_idle=$${OMPI_MCA_mpi_yield_when_idle:-1} \
+  OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-passive}
 # what the suite needs of a chapter beyond the package, set up before it: a chapter's
 # chapter.mk adds its own recipe (test-needs::); what cannot be set up (offline, say) is said,
 # and the tests that need it are skipped with the reason (hpclab.chapters.unready)

@@ -134,7 +134,8 @@ class Result:
 # them for MPI to start at all, and they say how a waiting rank polls. A job's identity
 # (PMI_RANK, OMPI_COMM_WORLD_RANK, OMPI_MCA_ess_*, ...) never passes
 # (hpclab.mpirun.clean_environment): an engine that inherits one takes itself for a rank of the
-# grader's job.
+# grader's job. OpenMP's thread count and wait policy pass too (how a waiting thread polls,
+# as for ranks; the count defaults to one).
 
 
 def _environment(box_path, venv_bin):
@@ -155,7 +156,7 @@ def _environment(box_path, venv_bin):
         "HPCLAB_RESULTS_DIR": f"{home}/results",
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
         "PYDEVD_DISABLE_FILE_VALIDATION": "1",
-    }
+    } | {k: os.environ[k] for k in ("OMP_WAIT_POLICY",) if k in os.environ}
 
 
 def _copy_files(src, dest, budget, skip=()):

@@ -366,7 +366,8 @@ def test_the_sandbox_keeps_the_graders_mpi_settings_but_no_jobs_identity(monkeyp
     import sandbox
 
     kept = {"MPIR_CVAR_ENABLE_HEAVY_YIELD": "1", "OMPI_MCA_btl": "self,vader",
-            "I_MPI_FABRICS": "shm", "FI_PROVIDER": "tcp", "UCX_TLS": "sm"}
+            "I_MPI_FABRICS": "shm", "FI_PROVIDER": "tcp", "UCX_TLS": "sm",
+            "OMP_WAIT_POLICY": "passive"}
     dropped = {"PMI_RANK": "3", "OMPI_COMM_WORLD_RANK": "3", "OMPI_MCA_ess_base_vpid": "3",
                "PMIX_RANK": "3", "OMPI_MCA_orte_hnp_uri": "x", "GRADER_TOKEN": "secret"}
     for k, v in {**kept, **dropped}.items():

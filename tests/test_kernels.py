@@ -53,6 +53,31 @@ def test_every_kernel_passes_its_correctness_matrix(slug):
     assert (df["oversubscribed"] == (df["nprocs"] > cores)).all()
 
 
+@pytest.mark.parametrize("chosen", [None, "active"])
+def test_a_checks_threads_sleep_while_they_wait_unless_the_user_chose(monkeypatch, chosen):
+    """A check is never timed: its OpenMP threads wait passively (more ranks than cores spin
+    otherwise), unless the user set OMP_WAIT_POLICY."""
+    import json
+    import subprocess
+
+    from hpclab import protocol
+
+    envs = []
+    ok = protocol.PREFIX + json.dumps({"impl": "c", "params": {}, "ok": True, "message": ""})
+
+    def mpirun(args, n, **kwargs):
+        envs.append(kwargs.get("env") or {})
+        return subprocess.CompletedProcess(args, 0, stdout=ok, stderr="")
+
+    monkeypatch.setattr(launch, "mpirun", mpirun)
+    if chosen:
+        monkeypatch.setenv("OMP_WAIT_POLICY", chosen)
+    else:
+        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    check.run(registry.extensions()[0], ranks=[1, 2])
+    assert [e.get("OMP_WAIT_POLICY") for e in envs] == [chosen or "passive"] * 2
+
+
 def test_check_cli_exits_non_zero_on_a_wrong_answer():
     slug = registry.extensions()[0]
     low = registry.get(slug).min_procs
