@@ -1,5 +1,9 @@
 """The stencil lab's common wrong answers (see tests/wrong_answers/__init__.py)."""
+from hpclab.chapters.stencil import fd
 from wrong_answers import case, case_losing, right
+
+# the weights of the orders the lab tries, as a student might type them from a table
+_TABLE = {o: [float(c) for c in fd.second_derivative(o)[o // 2:]] for o in (2, 4, 8, 12, 16)}
 
 WRONG = [
     case("order 2's weights with the m = 2 moment 1", "test_weights", "not 1",
@@ -201,6 +205,25 @@ WRONG = [
     case("the report's weak-scaling efficiency", "test_shaheen_efficiency", "not the weak one",
          ("shaheen_efficiency", '(scaling["scaling"] == "strong")',
           '(scaling["scaling"] == "weak")')),
+    case("a table of the weights of the orders tried", "test_weights", "a table, not the method",
+         ("weights", "    r = order // 2\n    k = np.arange",
+          f"    return np.array({_TABLE!r}[order])\n    r = order // 2\n    k = np.arange")),
+    case("an error equal to round_off kept", "test_fit_order", "equal to round_off is kept",
+         ("fit_order", "keep = e > round_off", "keep = e >= round_off")),
+    case("the prediction made from the measurement", "test_measured",
+         "a prediction is made before measuring",
+         ("measured", "of_roof = {P: measured_mlups[P] / predicted_mlups[P] for P in P_TIMED}",
+          "predicted_mlups = {P: measured_mlups[P] / 0.9 for P in P_TIMED}\n"
+          "of_roof = {P: measured_mlups[P] / predicted_mlups[P] for P in P_TIMED}")),
+    case("an interval that ends at 1 taken for a difference", "test_gain",
+         "an interval that ends at 1 holds 1",
+         ("gain", 'return "blocked faster" if low > 1 else "blocked slower" if high < 1',
+          'return "blocked faster" if low >= 1 else "blocked slower" if high <= 1')),
+    case("order 4's most accurate row, not its cheapest", "test_cheapest",
+         "took order 4's most accurate row",
+         ("cheapest", 'o4 = cheapest([row for row in rows if row["order"] == 4], limit)',
+          'o4 = min([row for row in rows if row["order"] == 4 and row["error"] < limit],\n'
+          '             key=lambda row: row["error"], default=None)')),
     right("the moment equations built by loops",
           ("weights", "    A = np.array([twice * k**m for m in range(0, 2 * r + 1, 2)])",
            "    A = np.zeros((r + 1, r + 1))\n    for row, m in enumerate(range(0, 2 * r + 1, 2)):"
