@@ -156,7 +156,8 @@ def _environment(box_path, venv_bin):
         "HPCLAB_RESULTS_DIR": f"{home}/results",
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
         "PYDEVD_DISABLE_FILE_VALIDATION": "1",
-    } | {k: os.environ[k] for k in ("OMP_WAIT_POLICY",) if k in os.environ}
+    } | ({"OMP_WAIT_POLICY": os.environ["OMP_WAIT_POLICY"]} if "OMP_WAIT_POLICY" in os.environ
+         else {})
 
 
 def _copy_files(src, dest, budget, skip=()):

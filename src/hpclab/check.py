@@ -58,13 +58,6 @@ def _child(slug, inject_fault=False):
     return 1 if failures else 0
 
 
-# OpenMP threads that wait sleep instead of spinning (unless the user chose): a check is never
-# timed, and its larger rank counts put more threads than cores (a threaded kernel's matrix on
-# 4 ranks of 2 threads, two cores busy with other work: 15 s of processor time spinning, 2 s
-# passive)
-WAIT_POLICY = "passive"
-
-
 def run(slug, upto=None, ranks=None, profile=None, mpi_args=(), timeout=None,
         inject_fault=False, progress=False):
     """The correctness matrix of one kernel as records (see the module's doc).
@@ -102,10 +95,14 @@ def run(slug, upto=None, ranks=None, profile=None, mpi_args=(), timeout=None,
     for p in tqdm(ranks, desc=f"{slug} check", disable=not progress, leave=False):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", launch.OversubscriptionWarning)
+            # OpenMP threads that wait sleep instead of spinning, unless the user chose: a
+            # check is never timed, and its larger rank counts put more threads than cores (a
+            # threaded kernel's matrix on 4 ranks of 2 threads, two cores busy with other work:
+            # 15 s of processor time spinning, 2 s passive)
             proc = launch.mpirun(args, n=p, timeout=timeout, mpi_args=mpi_args, check=False,
                                  what=f"{slug} correctness on {p} ranks",
                                  env={"OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY",
-                                                                        WAIT_POLICY)})
+                                                                        "passive")})
         results = protocol.parse(proc.stdout)
         wrong = [r for r in results if r["ok"] is False]
         if proc.returncode and not wrong:
