@@ -254,6 +254,7 @@ def _grade(names, timeout, course, students, force, jobs, scratch):
                 if r.returncode:
                     raise SystemExit(f"nbgrader generate_assignment {which} failed:\n{r.stdout}")
         inputs = machine_inputs.measure(plans, scratch / "inputs", GRADING_PROFILE)
+        machine_inputs.simulate_once(plans, GRADING_PROFILE)
         for name, todo in plans.items():
             lab = _Lab(course, name, wall_budget(name, timeout), scratch / name, pool,
                        inputs.get(name))

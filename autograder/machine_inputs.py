@@ -8,8 +8,11 @@ the neighbours' runs, and a different number for each student. The grader instea
 each declared input once, on this machine before the submissions start, and each sandbox
 starts with those records in its results folder: every submission of a grading run is
 graded against the same numbers. When a measurement fails, the labs that need it measure
-their own, as before, and the grader says so.
+their own, as before, and the grader says so. Likewise what a lab simulates alike for every
+student is simulated once (:func:`simulate_once`), into the grader's cache, which each
+sandbox reads.
 """
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -43,3 +46,28 @@ def measure(names, folder, profile, timeout=TIMEOUT, log=print):
             log(f"{name}: its inputs could not be measured once for the class ({last}); "
                 "each submission measures its own")
     return done
+
+
+def simulate_once(names, profile, timeout=TIMEOUT, log=print):
+    """Run, once and before the submissions, what each lab of ``names`` simulates alike for
+    every student (:func:`hpclab.chapters.shared_simulations`): a simulated run is a function
+    of its program and arguments, kept in the grader's cache, which every grading sandbox
+    reads (read-only) before it simulates anything itself. A lab whose simulations fail here
+    runs its own, as before."""
+    from confinement import run_group
+    from hpclab.kernels import registry
+
+    chapters = set(registry.chapter_order())
+    env = {**os.environ, "HPCLAB_PROFILE": profile}
+    code = ("import sys\nfrom hpclab import chapters\n"
+            "print('ran' if chapters.shared_simulations(sys.argv[1]) else 'none')")
+    for name in (n for n in names if n in chapters and hasattr(
+            importlib.import_module(f"hpclab.chapters.{n}"), "shared_simulations")):
+        done = run_group([sys.executable, "-c", code, name], timeout, env=env)
+        last = (done.stdout.strip().splitlines() or ["no output"])[-1]
+        if done.returncode == 0 and last == "ran":
+            log(f"{name}: its simulations, the same for every submission, were run once for "
+                "the class")
+        elif done.returncode != 0:
+            log(f"{name}: its simulations could not be run once for the class ({last}); each "
+                "submission runs its own")

@@ -130,6 +130,16 @@ def define(labs):
         for student in ("alice", "bob"):
             text = (work / "autograded" / student / lab / f"{lab}.ipynb").read_text()
             assert "measured now" not in text, f"{student}'s {lab} measured its own input"
+        # and what it simulates alike for every student is simulated once, into the
+        # grader's cache that every sandbox reads
+        import importlib
+
+        from hpclab import simulate
+
+        if simulate.available() and hasattr(importlib.import_module(f"hpclab.chapters.{lab}"),
+                                            "shared_simulations"):
+            assert f"{lab}: its simulations, the same for every submission, were run once " \
+                "for the class" in proc.stdout, proc.stdout[-3000:]
 
     @pytest.mark.parametrize("lab", labs)
     def test_a_graded_notebook_keeps_no_widget_state(graded, lab):

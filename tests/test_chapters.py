@@ -101,3 +101,24 @@ def test_the_readmes_list_of_chapters_is_made_from_the_declarations(tmp_path):
     # and the copy does change when a declaration does
     (tmp_path / "README.md").write_text(text.replace("Hockney models", "something else"))
     assert chapters.write_readme(tmp_path / "README.md")
+
+
+def test_a_chapters_shared_simulations_run_into_the_cache_a_sandbox_reads():
+    """What a lab simulates alike for every student runs once (the grader's step) and leaves
+    its runs in this account's cache (the account's own: the grading round trip then finds
+    them there, and the half minute is not paid twice); a chapter without any says so, an
+    unknown one is refused."""
+    from hpclab import chapters, simulate
+
+    with pytest.raises(ValueError, match="unknown kernel"):
+        chapters.shared_simulations("no-such-chapter")
+    with_hook = [s for s in registry.chapter_order()
+                 if hasattr(__import__(f"hpclab.chapters.{s}", fromlist=["x"]),
+                            "shared_simulations")]
+    without = [s for s in registry.chapter_order() if s not in with_hook]
+    assert with_hook and without
+    assert chapters.shared_simulations(without[0]) is False
+    if not simulate.available():
+        pytest.skip(simulate.INSTALL_HINT)
+    assert chapters.shared_simulations(with_hook[0]) is True
+    assert list((simulate._cache_dir() / "outputs").glob("*.out")), "nothing was kept"

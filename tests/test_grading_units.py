@@ -344,7 +344,8 @@ def test_the_sandbox_starts_with_the_graders_inputs_not_the_submissions(tmp_path
         "import os\nprint(sorted(os.listdir(os.environ['HPCLAB_RESULTS_DIR'])), "
         "open('data.txt').read())\n"
         f"for p in {hidden!r}:\n"
-        "    print('seen:', p, os.path.exists(p) and (not os.path.isdir(p) or os.listdir(p)))")]
+        "    print('seen:', p, os.path.exists(p) and (not os.path.isdir(p) or "
+        "sorted(os.listdir(p))))")]
     limits = sandbox.Limits.from_env()
     limits.wall = limits.cell = 60
     result = sandbox.run(nb, limits, files_from=handed_in, inputs_from=inputs)
@@ -358,6 +359,40 @@ def test_the_sandbox_starts_with_the_graders_inputs_not_the_submissions(tmp_path
     for p in hidden:
         assert f"seen: {p} False" in text or f"seen: {p} {ways}" in text, text
     assert "results/ (saved runs: the grader measured this machine's inputs)" in result.reason
+
+
+def test_a_sandbox_takes_the_graders_simulations_and_cannot_change_them(tmp_path, monkeypatch):
+    """A class's submissions of a lab simulate the same platform with the same arguments:
+    each sandbox reads the grader's cache of programs and runs (read-only) before it builds
+    or simulates anything of its own, and cannot write there."""
+    import nbformat
+
+    import sandbox
+
+    if sandbox.isolation()[0] != "bwrap":
+        pytest.skip("bubblewrap cannot run here: " + sandbox.isolation()[1])
+    monkeypatch.setenv("HPCLAB_CACHE", str(tmp_path / "cache"))
+    kept = tmp_path / "cache" / "smpi" / "outputs" / "0123abcd.out"
+    kept.parent.mkdir(parents=True)
+    kept.write_text("simulated by the grader")
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(
+        "from hpclab import simulate\n"
+        "found = simulate._cached('outputs/0123abcd.out')\n"
+        "print('read:', found.read_text())\n"
+        "try:\n    found.write_text('forged')\n"
+        "except OSError as exc:\n    print('not written:', type(exc).__name__)\n"
+        "print('own cache elsewhere:', simulate._cache_dir() != found.parents[1])")]
+    limits = sandbox.Limits.from_env()
+    limits.wall = limits.cell = 60
+    result = sandbox.run(nb, limits)
+    assert result.status == "finished", result.reason
+    text = "".join(o.get("text", "") for o in result.notebook.cells[0].outputs)
+    assert "read: simulated by the grader" in text, result.notebook.cells[0].outputs
+    assert "not written:" in text and "own cache elsewhere: True" in text, text
+    assert kept.read_text() == "simulated by the grader"
 
 
 def test_the_sandbox_keeps_the_graders_mpi_settings_but_no_jobs_identity(monkeypatch):

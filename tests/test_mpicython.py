@@ -65,6 +65,7 @@ def test_a_magic_line_asks_for_an_optimisation_level_and_nothing_else():
 
 def test_native_code_follows_hpclab_march_as_the_kernels_do(monkeypatch):
     monkeypatch.delenv("HPCLAB_MARCH", raising=False)
+    monkeypatch.delenv("HPCLAB_OPT", raising=False)
     assert mpicython._for_this_cpu(["-O3", "-march=native"]) == ["-O3", "-march=native"]
     monkeypatch.setenv("HPCLAB_MARCH", "x86-64-v3")
     assert mpicython._for_this_cpu(["-O3", "-march=native"]) == ["-O3", "-march=x86-64-v3"]
@@ -74,6 +75,21 @@ def test_native_code_follows_hpclab_march_as_the_kernels_do(monkeypatch):
     monkeypatch.setenv("HPCLAB_MARCH", "x86; rm")
     with pytest.raises(mpicython.CythonCellError, match="not a CPU target"):
         mpicython._for_this_cpu(["-march=native"])
+
+
+def test_a_cells_optimisation_follows_hpclab_opt_as_the_kernels_do(monkeypatch):
+    """Where results are checked and nothing is timed (the wrong answers' test, say),
+    HPCLAB_OPT=-O0 builds a cell that asks for -O3 without the optimiser, as setup.py builds
+    the kernels."""
+    monkeypatch.delenv("HPCLAB_MARCH", raising=False)
+    monkeypatch.setenv("HPCLAB_OPT", "-O0")
+    assert mpicython._for_this_cpu(["-O3", "-march=native"]) == ["-O0", "-march=native"]
+    assert mpicython._for_this_cpu(["-O0"]) == ["-O0"]
+    monkeypatch.setenv("HPCLAB_OPT", "-O9")
+    with pytest.raises(mpicython.CythonCellError, match="HPCLAB_OPT='-O9'"):
+        mpicython._for_this_cpu(["-O3"])
+    monkeypatch.setenv("HPCLAB_OPT", "")
+    assert mpicython._for_this_cpu(["-O3"]) == ["-O3"]
 
 
 def test_a_cell_compiles_once_and_its_functions_run_on_every_engine(compiled):

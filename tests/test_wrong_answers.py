@@ -195,6 +195,8 @@ def each_wrong_answer_loses_only_its_own_points(lab, tmp_path, monkeypatch):
     # 30,000 lines of C take 2 s instead of 11 (no check depends on a time); in a cache of
     # this test's own, so that no lab run later finds these modules
     monkeypatch.setenv("CFLAGS", "-O0")
+    # and %%mpi_cython cells that ask for -O3 (the stencil's Laplacians: 70 s of compiling)
+    monkeypatch.setenv("HPCLAB_OPT", "-O0")
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
     nb = nbformat.read(ROOT / "solutions" / lab / f"{lab}.ipynb", as_version=4)
     solution = [c.source for c in nb.cells]

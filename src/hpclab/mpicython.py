@@ -13,7 +13,8 @@ The cell is compiled once, here in the notebook's kernel, without the C compiler
 optimisations (-O0: a cell's loop around MPI calls gains nothing measurable from them, and the
 build takes a third of the time) unless the magic's line asks for them: ``%%mpi_cython -O3
 -march=native`` for a loop whose arithmetic is what is timed, as the library's own compute
-kernels are built (the flags allowed are :data:`FLAGS`). It is compiled with the MPI compiler
+kernels are built (the flags allowed are :data:`FLAGS`; $HPCLAB_OPT and $HPCLAB_MARCH change
+them as they change the kernels' build). It is compiled with the MPI compiler
 wrapper the library's own kernels were built with (so the module calls the MPI that mpi4py
 loads), into a module whose name is the hash of its source and flags. No engine compiles:
 several engines building one module at the same moment write over each other's files. Each
@@ -242,9 +243,21 @@ def cell_flags(line):
     return [*(levels or ["-O0"]), *(["-march=native"] if "-march=native" in words else [])]
 
 
+# $HPCLAB_OPT's levels (setup.py's): the level the library's kernels are built with
+OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os", "-Og", "-Ofast")
+
+
 def _for_this_cpu(flags):
-    """``flags`` with -march=native replaced as the library's own kernels are built:
-    $HPCLAB_MARCH names another target (the oldest node of a cluster), "none" drops it."""
+    """``flags`` as the library's own kernels are built: $HPCLAB_OPT replaces the cell's
+    optimisation level (-O0 where results are checked and nothing is timed, -Og for a
+    debugger), $HPCLAB_MARCH names another target than -march=native (the oldest node of a
+    cluster), "none" drops it."""
+    level = os.environ.get("HPCLAB_OPT", "").strip()
+    if level:
+        if level not in OPT_LEVELS:
+            raise CythonCellError(f"HPCLAB_OPT={level!r}: give one optimisation level, "
+                                  f"{', '.join(OPT_LEVELS)}")
+        flags = [level if f.startswith("-O") else f for f in flags]
     chosen = os.environ.get("HPCLAB_MARCH", "").strip()
     if "-march=native" not in flags or not chosen:
         return list(flags)

@@ -64,16 +64,33 @@ def models() -> dict:
 def sandbox_folders() -> dict[str, str]:
     """{environment variable: folder} of what the chapters' labs need inside the grading
     sandbox beyond the sources (mounted read-only there, the variable telling the lab where):
-    each chapter package's own ``sandbox_folders()``, when it has one, and only the folders
+    the simulated cluster's cache of programs and runs (:func:`hpclab.simulate.sandbox_folders`)
+    and each chapter package's own ``sandbox_folders()``, when it has one; only the folders
     that exist."""
+    from hpclab import simulate
     from hpclab.kernels import registry
 
-    out: dict[str, str] = {}
+    out: dict[str, str] = dict(simulate.sandbox_folders())
     for slug in registry.chapter_order():
         hook = getattr(import_module(f"hpclab.chapters.{slug}"), "sandbox_folders", None)
         if hook is not None:
             out.update({k: str(v) for k, v in hook().items() if Path(v).is_dir()})
     return out
+
+
+def shared_simulations(slug: str) -> bool:
+    """Run what chapter ``slug``'s lab simulates alike for every student (its package's
+    ``shared_simulations()``, when it has one; SimGrid's SMPI installed), so that this
+    account's cache of simulated runs holds it; whether there was anything to run."""
+    from hpclab import simulate
+    from hpclab.kernels import registry
+
+    registry.get(slug)  # a clear error for an unknown name
+    hook = getattr(import_module(f"hpclab.chapters.{slug}"), "shared_simulations", None)
+    if hook is None or not simulate.available():
+        return False
+    hook()
+    return True
 
 
 def unready(slug: str) -> str | None:

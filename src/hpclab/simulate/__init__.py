@@ -228,6 +228,30 @@ def _cache_dir():
     return path
 
 
+# a cache of another account's, read and never written: the grader's, mounted read-only in
+# each grading sandbox (sandbox_folders), so that a class's submissions take the programs and
+# runs the grader's machine has made instead of building and simulating each one again
+SHARED_ENV = "HPCLAB_CACHE_SHARED"
+
+
+def sandbox_folders():
+    """{variable: folder} the grading sandbox mounts read-only: this account's cache."""
+    return {SHARED_ENV: str(_cache_dir())}
+
+
+def _cached(name):
+    """The file ``name`` of the shared cache (:data:`SHARED_ENV`), else of this account's;
+    None when neither has it (or it cannot be read)."""
+    shared = os.environ.get(SHARED_ENV)
+    for folder in ([Path(shared)] if shared else []) + [_cache_dir()]:
+        try:
+            if (folder / name).is_file() and os.access(folder / name, os.R_OK):
+                return folder / name
+        except OSError:  # a folder this account may not enter
+            continue
+    return None
+
+
 def build(kernel):
     """Compile the SMPI driver of a kernel (once per version of its sources); its path.
     The driver is the chapter's ``smpi_driver.c``, linked with its C kernel unchanged."""
@@ -251,8 +275,9 @@ def compile_program(name, sources, include_dirs=()):
         digest.update(Path(path).read_bytes())
     digest.update((simgrid_version() or "").encode())
     exe = _cache_dir() / f"{name}-{digest.hexdigest()[:16]}"
-    if exe.exists():
-        return exe
+    found = _cached(exe.name)
+    if found is not None:
+        return found
     includes = [f"-I{d}" for d in include_dirs]
     tmp = exe.with_name(exe.name + f".{os.getpid()}.tmp")
     cmd = ["smpicc", "-O2", "-std=c99", "-D_POSIX_C_SOURCE=200809L", *includes,
@@ -279,8 +304,9 @@ def smpirun(exe, spec, nranks, args, placement=None, timeout=600, config=CONFIG,
     key = hashlib.sha256("\0".join([Path(exe).name, platform_xml(spec), *hosts, *config,
                                     *map(str, args)]).encode()).hexdigest()[:24]
     kept = _cache_dir() / "outputs" / f"{key}.out"
-    if kept.is_file():
-        return kept.read_text()
+    found = _cached(f"outputs/{key}.out")
+    if found is not None:
+        return found.read_text()
     out = _smpirun(exe, spec, nranks, args, hosts, timeout, config, what)
     kept.parent.mkdir(exist_ok=True)
     tmp = kept.with_name(f"{kept.name}.{os.getpid()}.tmp")

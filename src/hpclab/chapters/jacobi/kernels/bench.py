@@ -41,6 +41,10 @@ def add_arguments(p):
     p.add_argument("--flat-planes", type=int, default=16, metavar="NX",
                    help="also sweep NX planes per rank as wide as needed to pass the cache "
                    "budget, blocked and not (0: skip)")
+    p.add_argument("--flat-side", type=int, default=None, metavar="L",
+                   help="the side of those planes (default: the least multiple of 256 whose "
+                   "three planes hold four times the cache budget; a smaller one is a quick "
+                   "look, not a measurement beyond the cache)")
 
 
 DEVITO_HINT = ("Devito is not importable here: `pip install devito` in this environment (it is "
@@ -211,7 +215,7 @@ def _run_flat(args, ranks, bind):
     from hpclab.bench import compare_rounds, rounds as bench_rounds, spread, table
     from hpclab.chapters.jacobi.kernels import _jacobi
 
-    L, nx = flat_side(_jacobi.cache()), args.flat_planes
+    L, nx = args.flat_side or flat_side(_jacobi.cache()), args.flat_planes
     if not L:
         print("\nno cache budget on this machine: no blocked sweep to compare")
         return {}
