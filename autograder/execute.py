@@ -10,7 +10,8 @@ import nbformat
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool, Integer
 
-from sandbox import Limits, run
+from returned import add_own_run, read_untrusted
+from sandbox import Limits, graded_tests, run
 
 
 class SandboxedExecute(Preprocessor):
@@ -41,6 +42,11 @@ class SandboxedExecute(Preprocessor):
         names = [n for n in os.environ.get("HPCLAB_GRADE_VALUES", "").split(",") if n]
         result = run(nb, limits, files_from=path, log=self.log.warning, values=names,
                      inputs_from=os.environ.get("HPCLAB_GRADE_INPUTS") or None)
+        # the student's own outputs, beside the graded run's, for whoever grades by hand
+        own = os.environ.get("HPCLAB_GRADE_SUBMITTED")
+        if own:
+            add_own_run(result.notebook, read_untrusted(Path(own), limits.output),
+                        graded_tests(nb), text=limits.text // 10)
         folder = os.environ.get("HPCLAB_GRADE_STATUS")
         if folder:
             nbformat.write(result.notebook, os.path.join(folder, f"{student}.ipynb"))

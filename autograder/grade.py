@@ -390,7 +390,9 @@ class _Lab:
                    f"--CourseDirectory.autograded_directory={own / 'autograded'}",
                    f"--CourseDirectory.feedback_directory={own / 'feedback'}",
                    f"--CourseDirectory.db_url=sqlite:///{own / 'gradebook.db'}"]
-        env = {**self.env, "HPCLAB_GRADE_STATUS": str(own / "status")}
+        env = {**self.env, "HPCLAB_GRADE_STATUS": str(own / "status"),
+               "HPCLAB_GRADE_SUBMITTED": str(own / "submitted" / student / self.name
+                                             / self.notebook)}
         return self.course.submit_autograde(self.pool.get(), self.name, student, options,
                                             env), own
 

@@ -140,3 +140,50 @@ def mark_not_run(nb, why):
                 traceback=[f"NotRun: this cell did not run: {why}"])]
             n += 1
     return n
+
+
+def _as_text(out):
+    """What an output shows, as text (a figure or other data named, not shown)."""
+    if out.get("output_type") == "stream":
+        value = out.get("text", "")
+    elif out.get("output_type") == "error":
+        value = f"{out.get('ename', '')}: {out.get('evalue', '')}"
+    else:
+        data = out.get("data") if isinstance(out.get("data"), dict) else {}
+        value = data.get("text/plain", "[" + ", ".join(sorted(map(str, data))) + "]")
+        if any(str(k).startswith("image/") for k in data):
+            value = "[a figure]"
+    value = "".join(value) if isinstance(value, list) else str(value)
+    return value if value.endswith("\n") else value + "\n"
+
+
+def add_own_run(nb, submitted, tests, *, text):
+    """Beside each code cell's outputs in ``nb`` (the graded run, in the grading profile), the
+    student's own outputs of it as submitted (``submitted``: their notebook, untrusted), as
+    escaped text under a closed heading: a written answer speaks of the numbers the student
+    measured, on their machine and in their profile, and whoever grades it by hand reads them
+    there. Graded test cells, cells whose source is not the submitted one and cells that
+    printed nothing are left as they are; each cell's text is cut at ``text`` characters.
+    Returns how many cells got one."""
+    import html
+
+    n = 0
+    if submitted is None or len(submitted.cells) != len(nb.cells):
+        return n
+    for i, (mine, theirs) in enumerate(zip(nb.cells, submitted.cells)):
+        if i in tests or mine.cell_type != "code" or theirs.cell_type != "code" \
+                or mine.source != theirs.source:
+            continue
+        shown = "".join(_as_text(o) for o in theirs.get("outputs", []) if isinstance(o, dict))
+        if not shown.strip():
+            continue
+        if len(shown) > text:
+            shown = (shown[:text] + f"\n[cut: {len(shown):,} characters, the grader keeps "
+                     f"{text:,}]\n")
+        heading = "As submitted: the student's own run of this cell"
+        mine.outputs.append(nbformat.v4.new_output("display_data", data={
+            "text/plain": f"{heading}\n{shown}",
+            "text/html": f"<details class=\"hpclab-own-run\"><summary>{heading}</summary>"
+                         f"<pre>{html.escape(shown)}</pre></details>"}))
+        n += 1
+    return n

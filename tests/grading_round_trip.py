@@ -32,6 +32,17 @@ def _scores(work, lab, student):
                 or g.cell_type == "code"}
 
 
+# what alice's own run printed in her first code cell (a submitted notebook keeps its outputs)
+OWN_RUN = "measured on alice's laptop: 41.7 GB/s <b>"
+
+
+def _add_own_output(path):
+    nb = nbformat.read(path, as_version=4)
+    first = next(c for c in nb.cells if c.cell_type == "code")
+    first.outputs = [nbformat.v4.new_output("stream", name="stdout", text=OWN_RUN + "\n")]
+    nbformat.write(nb, path)
+
+
 def define(labs):
     """{name: fixture or test} of the grading round trip of ``labs``."""
     @pytest.fixture(scope="module")
@@ -45,6 +56,7 @@ def define(labs):
                 dest = work / "submitted" / student / lab
                 dest.mkdir(parents=True)
                 shutil.copy(source / lab / f"{lab}.ipynb", dest)
+            _add_own_output(work / "submitted" / "alice" / lab / f"{lab}.ipynb")
             carol = work / "submitted" / "carol" / lab
             carol.mkdir(parents=True)
             (carol / f"{lab}.ipynb").write_text("{ this is not a notebook")
@@ -116,6 +128,16 @@ def define(labs):
             leaked = {w for w in secret if re.search(rf"\b{w}\b", html)}
             assert not leaked, f"{student}'s feedback shows hidden-test code: {leaked}"
 
+
+    def test_the_hand_grader_reads_the_students_own_run_beside_the_graded_one(graded):
+        """The graded run is the grading profile's; the written answers speak of the
+        student's numbers, shown (escaped) under their heading."""
+        for lab, (work, proc) in graded.items():
+            page = (work / "feedback" / "alice" / lab / f"{lab}.html").read_text()
+            assert "the student's own run of this cell" in page, f"{lab}: {proc.stdout[-2000:]}"
+            assert "alice's laptop: 41.7 GB/s &lt;b&gt;" in page, lab
+            assert "41.7 GB/s <b>" not in page, \
+                f"{lab}: the student's output reached the page as HTML"
 
     @pytest.mark.parametrize("lab", labs)
     def test_each_input_is_measured_once_for_the_class(graded, lab):

@@ -395,6 +395,47 @@ def test_a_sandbox_takes_the_graders_simulations_and_cannot_change_them(tmp_path
     assert kept.read_text() == "simulated by the grader"
 
 
+def test_the_hand_grader_reads_the_students_own_outputs_beside_the_graded_run():
+    """Grading runs the lab in its own profile; a written answer speaks of the numbers the
+    student measured: each code cell keeps the student's own text outputs under a heading,
+    escaped; a graded check's, an edited cell's and a silent cell's are not added."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+    from returned import add_own_run
+
+    def notebook(*outputs):
+        cells = [new_code_cell("x = measure()"), new_code_cell("assert x > 0"),
+                 new_code_cell("plot(x)"), new_code_cell("y = 1"), new_markdown_cell("why")]
+        cells[1].metadata["nbgrader"] = {"grade": True, "solution": False}
+        for cell, out in zip(cells, outputs):
+            cell.outputs = out
+        return new_notebook(cells=cells)
+
+    graded = notebook([new_output("stream", name="stdout", text="triad: 9.1 GB/s\n")])
+    own = notebook([new_output("stream", name="stdout", text="triad: 41.7 GB/s <b>fast</b>\n"),
+                    new_output("error", ename="ValueError", evalue="bad", traceback=[])],
+                   [new_output("stream", name="stdout", text="check says 41.7\n")],
+                   [new_output("display_data", data={"image/png": "AAAA", "text/plain": "fig"})],
+                   [])
+    own.cells[3].source = "y = 2"  # a cell the student edited: its outputs are not the run's
+    assert add_own_run(graded, own, {1}, text=1000) == 2
+    first = graded.cells[0].outputs
+    assert first[0]["text"] == "triad: 9.1 GB/s\n", "the graded run's own output is kept"
+    html = first[1]["data"]["text/html"]
+    assert "the student's own run" in html and "41.7 GB/s &lt;b&gt;fast&lt;/b&gt;" in html
+    assert "<b>fast" not in html and "ValueError: bad" in html
+    assert graded.cells[1].outputs == [], "a graded check's outputs are the runner's alone"
+    assert "[a figure]" in graded.cells[2].outputs[0]["data"]["text/plain"]
+    assert graded.cells[3].outputs == []
+    long = notebook([new_output("stream", name="stdout", text="z" * 5000)])
+    add_own_run(long, nbformat.from_dict(json.loads(json.dumps(long))), set(), text=100)
+    assert "[cut: 5,001 characters" in long.cells[0].outputs[1]["data"]["text/plain"]
+    # a notebook of other cells, or none: nothing added
+    assert add_own_run(graded, new_notebook(cells=[]), set(), text=100) == 0
+    assert add_own_run(graded, None, set(), text=100) == 0
+
+
 def test_the_sandbox_keeps_the_graders_mpi_settings_but_no_jobs_identity(monkeypatch):
     """A cluster's MPI may need the grader's settings to start at all; a job's identity, or
     anything else of the grader's, never reaches a submission."""
