@@ -133,3 +133,19 @@ def test_an_efficiency_above_one_is_flagged_in_words():
     t["speedup"] = 1.0 / t["seconds"]
     t["efficiency"] = t["speedup"] / t["nprocs"]
     assert "superlinear" not in sx.strong_scaling_words(t)
+
+
+def test_a_gain_over_order_4_is_claimed_only_where_the_runs_ranges_part():
+    """The lab's words for the cheapest propagator against order 4's best: the ratio with the
+    range its repeated runs allow, a gain only when the range lies above 1."""
+    def row(order, seconds, spread):
+        return {"order": order, "seconds": seconds, "seconds_min": seconds - spread,
+                "seconds_max": seconds + spread}
+
+    words = exp.versus_order4(row(8, 1.0, 0.1), row(4, 5.0, 0.5))
+    assert words.startswith("5x cheaper than order 4's best (4.09 to 6.11x"), words
+    overlap = exp.versus_order4(row(8, 1.0, 0.3), row(4, 1.2, 0.3))
+    assert "cheaper" not in overlap and "does not tell the two apart" in overlap, overlap
+    assert "order 4's best is cheaper" in exp.versus_order4(row(8, 3.0, 0.1), row(4, 1.0, 0.1))
+    assert exp.versus_order4(row(4, 1.0, 0.1), row(4, 1.0, 0.1)) == "order 4 itself"
+    assert "never got under" in exp.versus_order4(row(12, 1.0, 0.1), None)

@@ -440,7 +440,8 @@ def _propagator_on_rank(nprocs, configurations, repetitions):
             t = stencil.propagate(sub, order=c["order"], n=c["n"], mode=c["mode"],
                                   periods=c["periods"], dt_fraction=c["dt_fraction"],
                                   repetitions=repetitions)
-            rows.append({**c, "step": float(np.median(t[0])), "error": float(np.max(t[3])),
+            rows.append({**c, "step": float(np.median(t[0])), "step_min": float(np.min(t[0])),
+                         "step_max": float(np.max(t[0])), "error": float(np.max(t[3])),
                          "steps": int(t[4, 0])})
         return rows if sub.Get_rank() == 0 else None
 
@@ -448,8 +449,10 @@ def _propagator_on_rank(nprocs, configurations, repetitions):
 def propagator_runs(engines, profile=None, nprocs=1, repetitions=2, timeout=600):
     """The wave propagator (C) of every order, size and share of the stable step of the
     profile's ``propagator`` settings on ``nprocs`` ranks: a DataFrame with ``order, n,
-    mode, periods, dt_fraction, steps, step`` (median seconds per step), ``error`` (the
-    largest of the repetitions) and ``seconds`` (steps x step: the run's cost)."""
+    mode, periods, dt_fraction, steps, step`` (median seconds per step over the
+    ``repetitions`` runs), ``step_min`` and ``step_max`` (their fastest and slowest), ``error``
+    (the largest of the repetitions), ``seconds`` (steps x step: the run's cost) and
+    ``seconds_min``, ``seconds_max`` (steps x step_min, steps x step_max)."""
     import pandas as pd
 
     from hpclab import exercises, profiles
@@ -462,5 +465,6 @@ def propagator_runs(engines, profile=None, nprocs=1, repetitions=2, timeout=600)
     per_rank = engines.run(_propagator_on_rank, nprocs, configurations, int(repetitions),
                            timeout=timeout, what="the wave propagator's configurations")
     t = pd.DataFrame(next(r for r in per_rank if r is not None))
-    t["seconds"] = t["steps"] * t["step"]
+    for suffix in ("", "_min", "_max"):
+        t[f"seconds{suffix}"] = t["steps"] * t[f"step{suffix}"]
     return t
