@@ -159,20 +159,27 @@ def _as_text(out):
 
 def add_own_run(nb, submitted, tests, *, text):
     """Beside each code cell's outputs in ``nb`` (the graded run, in the grading profile), the
-    student's own outputs of it as submitted (``submitted``: their notebook, untrusted), as
-    escaped text under a closed heading: a written answer speaks of the numbers the student
-    measured, on their machine and in their profile, and whoever grades it by hand reads them
-    there. Graded test cells, cells whose source is not the submitted one and cells that
-    printed nothing are left as they are; each cell's text is cut at ``text`` characters.
-    Returns how many cells got one."""
+    student's own outputs of it as saved in their notebook (``submitted``, untrusted: what a
+    student's run printed, or whatever they saved), as escaped text under a closed heading: a
+    written answer speaks of the numbers the student measured, on their machine and in their
+    profile, and whoever grades it by hand reads them there. A cell is matched by its id (a
+    cell the student added or removed moves no other), else by its place when the two have
+    as many cells; graded test cells, cells whose source is not the submitted one and cells
+    that printed nothing are left as they are; each cell's text is cut at ``text``
+    characters. Returns how many cells got one."""
     import html
 
     n = 0
-    if submitted is None or len(submitted.cells) != len(nb.cells):
+    if submitted is None:
         return n
-    for i, (mine, theirs) in enumerate(zip(nb.cells, submitted.cells)):
-        if i in tests or mine.cell_type != "code" or theirs.cell_type != "code" \
-                or mine.source != theirs.source:
+    theirs_by_id = {c.get("id"): c for c in submitted.cells if c.get("id")}
+    same_length = len(submitted.cells) == len(nb.cells)
+    for i, mine in enumerate(nb.cells):
+        theirs = theirs_by_id.get(mine.get("id")) if mine.get("id") else None
+        if theirs is None and same_length:
+            theirs = submitted.cells[i]
+        if theirs is None or i in tests or mine.cell_type != "code" \
+                or theirs.cell_type != "code" or mine.source != theirs.source:
             continue
         shown = "".join(_as_text(o) for o in theirs.get("outputs", []) if isinstance(o, dict))
         if not shown.strip():
@@ -180,7 +187,7 @@ def add_own_run(nb, submitted, tests, *, text):
         if len(shown) > text:
             shown = (shown[:text] + f"\n[cut: {len(shown):,} characters, the grader keeps "
                      f"{text:,}]\n")
-        heading = "As submitted: the student's own run of this cell"
+        heading = "As saved in the submitted notebook: the student's own run of this cell"
         mine.outputs.append(nbformat.v4.new_output("display_data", data={
             "text/plain": f"{heading}\n{shown}",
             "text/html": f"<details class=\"hpclab-own-run\"><summary>{heading}</summary>"

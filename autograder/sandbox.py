@@ -281,6 +281,11 @@ def run(nb, limits, files_from=None, log=print, values=(), inputs_from=None):
         if mode != "bwrap":
             env["HOME"] = str(box / "work")
             env["HPCLAB_RESULTS_DIR"] = str(box / "work" / "results")
+            # the grader's cache of simulations is shared read-only under bubblewrap only:
+            # without it a submission may run as the grader, and could write there
+            from hpclab import simulate
+
+            env.pop(simulate.SHARED_ENV, None)
         # the runner's and the kernel's raw output go to a file outside the sandbox, capped
         # by the file-size limit; the grader reads its last lines only
         with open(private / "output.log", "wb") as log_file:

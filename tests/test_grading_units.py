@@ -375,6 +375,8 @@ def test_a_sandbox_takes_the_graders_simulations_and_cannot_change_them(tmp_path
     kept = tmp_path / "cache" / "smpi" / "outputs" / "0123abcd.out"
     kept.parent.mkdir(parents=True)
     kept.write_text("simulated by the grader")
+    beside = tmp_path / "cache" / "grader-notes.txt"  # in the grader's cache, not its smpi/
+    beside.write_text("not for the sandbox")
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
@@ -384,7 +386,8 @@ def test_a_sandbox_takes_the_graders_simulations_and_cannot_change_them(tmp_path
         "print('read:', found.read_text())\n"
         "try:\n    found.write_text('forged')\n"
         "except OSError as exc:\n    print('not written:', type(exc).__name__)\n"
-        "print('own cache elsewhere:', simulate._cache_dir() != found.parents[1])")]
+        "print('own cache elsewhere:', simulate._cache_dir() != found.parents[1])\n"
+        f"import os\nprint('beside:', os.path.exists({str(beside)!r}))")]
     limits = sandbox.Limits.from_env()
     limits.wall = limits.cell = 60
     result = sandbox.run(nb, limits)
@@ -392,6 +395,7 @@ def test_a_sandbox_takes_the_graders_simulations_and_cannot_change_them(tmp_path
     text = "".join(o.get("text", "") for o in result.notebook.cells[0].outputs)
     assert "read: simulated by the grader" in text, result.notebook.cells[0].outputs
     assert "not written:" in text and "own cache elsewhere: True" in text, text
+    assert "beside: False" in text, "the sandbox sees more of the grader's cache than smpi/"
     assert kept.read_text() == "simulated by the grader"
 
 
@@ -417,7 +421,7 @@ def test_the_hand_grader_reads_the_students_own_outputs_beside_the_graded_run():
                     new_output("error", ename="ValueError", evalue="bad", traceback=[])],
                    [new_output("stream", name="stdout", text="check says 41.7\n")],
                    [new_output("display_data", data={"image/png": "AAAA", "text/plain": "fig"})],
-                   [])
+                   [new_output("stream", name="stdout", text="edited\n")])
     own.cells[3].source = "y = 2"  # a cell the student edited: its outputs are not the run's
     assert add_own_run(graded, own, {1}, text=1000) == 2
     first = graded.cells[0].outputs
@@ -431,6 +435,14 @@ def test_the_hand_grader_reads_the_students_own_outputs_beside_the_graded_run():
     long = notebook([new_output("stream", name="stdout", text="z" * 5000)])
     add_own_run(long, nbformat.from_dict(json.loads(json.dumps(long))), set(), text=100)
     assert "[cut: 5,001 characters" in long.cells[0].outputs[1]["data"]["text/plain"]
+    # a cell the student added moves no other: cells are matched by their ids
+    added = notebook([new_output("stream", name="stdout", text="mine\n")])
+    theirs = nbformat.from_dict(json.loads(json.dumps(added)))
+    theirs.cells.insert(0, new_code_cell("print('scratch')"))
+    fresh = nbformat.from_dict(json.loads(json.dumps(added)))
+    fresh.cells[0].outputs = []
+    assert add_own_run(fresh, theirs, set(), text=100) == 1
+    assert "mine" in fresh.cells[0].outputs[0]["data"]["text/plain"]
     # a notebook of other cells, or none: nothing added
     assert add_own_run(graded, new_notebook(cells=[]), set(), text=100) == 0
     assert add_own_run(graded, None, set(), text=100) == 0

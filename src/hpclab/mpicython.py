@@ -13,8 +13,9 @@ The cell is compiled once, here in the notebook's kernel, without the C compiler
 optimisations (-O0: a cell's loop around MPI calls gains nothing measurable from them, and the
 build takes a third of the time) unless the magic's line asks for them: ``%%mpi_cython -O3
 -march=native`` for a loop whose arithmetic is what is timed, as the library's own compute
-kernels are built (the flags allowed are :data:`FLAGS`; $HPCLAB_OPT and $HPCLAB_MARCH change
-them as they change the kernels' build). It is compiled with the MPI compiler
+kernels are built (the flags allowed are :data:`FLAGS`). $HPCLAB_OPT, when set, replaces the
+level of every cell, asked for or not, as it replaces the kernels' -O3 (-O0 where results are
+checked and nothing is timed), and $HPCLAB_MARCH their target. It is compiled with the MPI compiler
 wrapper the library's own kernels were built with (so the module calls the MPI that mpi4py
 loads), into a module whose name is the hash of its source and flags. No engine compiles:
 several engines building one module at the same moment write over each other's files. Each

@@ -235,8 +235,10 @@ SHARED_ENV = "HPCLAB_CACHE_SHARED"
 
 
 def sandbox_folders():
-    """{variable: folder} the grading sandbox mounts read-only: this account's cache."""
-    return {SHARED_ENV: str(_cache_dir())}
+    """{variable: folder} the grading sandbox mounts read-only (under bubblewrap only: a
+    sandbox without it runs as the grader or as a user that cannot read it): this account's
+    cache, its real path (the one mounted)."""
+    return {SHARED_ENV: str(_cache_dir().resolve())}
 
 
 def _cached(name):
