@@ -140,12 +140,16 @@ def test_a_gain_over_order_4_is_claimed_only_where_the_runs_ranges_part():
     range its repeated runs allow, a gain only when the range lies above 1."""
     def row(order, seconds, spread):
         return {"order": order, "seconds": seconds, "seconds_min": seconds - spread,
-                "seconds_max": seconds + spread}
+                "seconds_max": seconds + spread, "runs": 2}
 
     words = exp.versus_order4(row(8, 1.0, 0.1), row(4, 5.0, 0.5))
-    assert words.startswith("5x cheaper than order 4's best (4.09 to 6.11x"), words
+    assert words == ("5x cheaper than order 4's best (4.09 to 6.11x between the fastest and "
+                     "slowest of their 2 runs each)"), words
     overlap = exp.versus_order4(row(8, 1.0, 0.3), row(4, 1.2, 0.3))
+    assert overlap.startswith("order 4's best took 1.2x as long (0.692 to 2.14x"), overlap
     assert "cheaper" not in overlap and "does not tell the two apart" in overlap, overlap
+    one = exp.versus_order4({"order": 8, "seconds": 1.0}, {"order": 4, "seconds": 5.0})
+    assert "cheaper" not in one and "no range" in one, one
     assert "order 4's best is cheaper" in exp.versus_order4(row(8, 3.0, 0.1), row(4, 1.0, 0.1))
     assert exp.versus_order4(row(4, 1.0, 0.1), row(4, 1.0, 0.1)) == "order 4 itself"
     assert "never got under" in exp.versus_order4(row(12, 1.0, 0.1), None)

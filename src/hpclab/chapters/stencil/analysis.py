@@ -205,22 +205,28 @@ def cheapest_under(table, limit=0.01):
 def versus_order4(best, o4):
     """The gain of ``best`` (the cheapest configuration under the limit: a row of
     :func:`hpclab.chapters.stencil.exercises.propagator_runs`, a dict) over ``o4`` (order 4's
-    cheapest under it, or None), in words, with the range its repeated runs allow: order 4's
-    fastest run over best's slowest, and its slowest over best's fastest. A gain is claimed
-    only when that range lies above 1."""
+    cheapest under it, or None), in words, with the range their repeated runs allow: order
+    4's fastest run over best's slowest, and its slowest over best's fastest (the runs of two
+    configurations chosen from many, so a range of what was run, not an interval). A gain is
+    claimed only when that range lies above 1; rows without their runs' range get none."""
     if int(best["order"]) == 4:
         return "order 4 itself"
     if o4 is None:
         return "order 4 never got under the limit here"
     ratio = o4["seconds"] / best["seconds"]
-    low = o4.get("seconds_min", o4["seconds"]) / best.get("seconds_max", best["seconds"])
-    high = o4.get("seconds_max", o4["seconds"]) / best.get("seconds_min", best["seconds"])
-    span = f"{low:.3g} to {high:.3g}x between the fastest and slowest of their runs"
+    keys = ("seconds_min", "seconds_max")
+    if not all(k in row for row in (best, o4) for k in keys):
+        return (f"order 4's best took {ratio:.3g}x as long (one timing each: no range, so no "
+                "difference is claimed)")
+    low, high = o4["seconds_min"] / best["seconds_max"], o4["seconds_max"] / best["seconds_min"]
+    runs = best.get("runs")
+    span = (f"{low:.3g} to {high:.3g}x between the fastest and slowest of their "
+            + (f"{int(runs)} runs each" if runs else "runs"))
     if low > 1:
         return f"{ratio:.3g}x cheaper than order 4's best ({span})"
     if high < 1:
         return f"order 4's best is cheaper, by {1 / ratio:.3g}x ({span})"
-    return (f"{ratio:.3g}x order 4's best cost over its own ({span}: the runs overlap, so this "
+    return (f"order 4's best took {ratio:.3g}x as long ({span}: the runs overlap, so this "
             "machine does not tell the two apart)")
 
 

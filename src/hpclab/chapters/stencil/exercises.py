@@ -452,7 +452,8 @@ def propagator_runs(engines, profile=None, nprocs=1, repetitions=2, timeout=600)
     mode, periods, dt_fraction, steps, step`` (median seconds per step over the
     ``repetitions`` runs), ``step_min`` and ``step_max`` (their fastest and slowest), ``error``
     (the largest of the repetitions), ``seconds`` (steps x step: the run's cost) and
-    ``seconds_min``, ``seconds_max`` (steps x step_min, steps x step_max)."""
+    ``seconds_min``, ``seconds_max`` (steps x step_min, steps x step_max) and ``runs`` (the
+    repetitions)."""
     import pandas as pd
 
     from hpclab import exercises, profiles
@@ -467,4 +468,5 @@ def propagator_runs(engines, profile=None, nprocs=1, repetitions=2, timeout=600)
     t = pd.DataFrame(next(r for r in per_rank if r is not None))
     for suffix in ("", "_min", "_max"):
         t[f"seconds{suffix}"] = t["steps"] * t[f"step{suffix}"]
+    t["runs"] = int(repetitions)
     return t
