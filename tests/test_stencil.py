@@ -143,13 +143,15 @@ def test_a_gain_over_order_4_is_claimed_only_where_the_runs_ranges_part():
                 "seconds_max": seconds + spread, "runs": 2}
 
     words = exp.versus_order4(row(8, 1.0, 0.1), row(4, 5.0, 0.5))
-    assert words == ("5x cheaper than order 4's best (4.09 to 6.11x between the fastest and "
-                     "slowest of their 2 runs each)"), words
+    assert words == ("order 4's best took 5x as long (4.09 to 6.11x between the fastest and "
+                     "slowest of their 2 runs each: cheaper in every pairing of their runs)"), words
+    assert "their 2 and 5 runs:" in exp.versus_order4(row(8, 1.0, 0.1),
+                                                      {**row(4, 5.0, 0.5), "runs": 5})
     overlap = exp.versus_order4(row(8, 1.0, 0.3), row(4, 1.2, 0.3))
     assert overlap.startswith("order 4's best took 1.2x as long (0.692 to 2.14x"), overlap
     assert "cheaper" not in overlap and "does not tell the two apart" in overlap, overlap
     one = exp.versus_order4({"order": 8, "seconds": 1.0}, {"order": 4, "seconds": 5.0})
     assert "cheaper" not in one and "no range" in one, one
-    assert "order 4's best is cheaper" in exp.versus_order4(row(8, 3.0, 0.1), row(4, 1.0, 0.1))
+    assert "order 4 was the cheaper" in exp.versus_order4(row(8, 3.0, 0.1), row(4, 1.0, 0.1))
     assert exp.versus_order4(row(4, 1.0, 0.1), row(4, 1.0, 0.1)) == "order 4 itself"
     assert "never got under" in exp.versus_order4(row(12, 1.0, 0.1), None)

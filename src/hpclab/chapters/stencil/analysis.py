@@ -219,15 +219,18 @@ def versus_order4(best, o4):
         return (f"order 4's best took {ratio:.3g}x as long (one timing each: no range, so no "
                 "difference is claimed)")
     low, high = o4["seconds_min"] / best["seconds_max"], o4["seconds_max"] / best["seconds_min"]
-    runs = best.get("runs")
-    span = (f"{low:.3g} to {high:.3g}x between the fastest and slowest of their "
-            + (f"{int(runs)} runs each" if runs else "runs"))
+    counts = [int(r["runs"]) for r in (best, o4) if r.get("runs")]
+    if len(counts) == 2 and counts[0] == counts[1]:
+        runs = f"{counts[0]} runs each"
+    else:
+        runs = " and ".join(map(str, counts)) + " runs" if counts else "runs"
+    span = f"{low:.3g} to {high:.3g}x between the fastest and slowest of their {runs}"
+    said = f"order 4's best took {ratio:.3g}x as long ({span}"
     if low > 1:
-        return f"{ratio:.3g}x cheaper than order 4's best ({span})"
+        return f"{said}: cheaper in every pairing of their runs)"
     if high < 1:
-        return f"order 4's best is cheaper, by {1 / ratio:.3g}x ({span})"
-    return (f"order 4's best took {ratio:.3g}x as long ({span}: the runs overlap, so this "
-            "machine does not tell the two apart)")
+        return f"{said}: order 4 was the cheaper in every pairing of their runs)"
+    return f"{said}: the runs overlap, so this machine does not tell the two apart)"
 
 
 def strong_scaling(df):
