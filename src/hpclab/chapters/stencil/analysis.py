@@ -208,29 +208,27 @@ def versus_order4(best, o4):
     cheapest under it, or None), in words, with the range their repeated runs allow: order
     4's fastest run over best's slowest, and its slowest over best's fastest (the runs of two
     configurations chosen from many, so a range of what was run, not an interval). A gain is
-    claimed only when that range lies above 1; rows without their runs' range get none."""
+    claimed only when that range lies above 1, from at least two runs of each; rows without
+    their runs' range (or with one run) get none."""
     if int(best["order"]) == 4:
         return "order 4 itself"
     if o4 is None:
         return "order 4 never got under the limit here"
     ratio = o4["seconds"] / best["seconds"]
-    keys = ("seconds_min", "seconds_max")
-    if not all(k in row for row in (best, o4) for k in keys):
-        return (f"order 4's best took {ratio:.3g}x as long (one timing each: no range, so no "
-                "difference is claimed)")
+    name = f"order {int(best['order'])}"
+    said = f"order 4's best took {ratio:.3g}x as long as {name}'s"
+    ranged = all(k in row for row in (best, o4) for k in ("seconds_min", "seconds_max"))
+    if not ranged or min(int(row.get("runs") or 2) for row in (best, o4)) < 2:
+        return f"{said} (these rows carry no range of repeated runs, so no difference is claimed)"
     low, high = o4["seconds_min"] / best["seconds_max"], o4["seconds_max"] / best["seconds_min"]
-    counts = [int(r["runs"]) for r in (best, o4) if r.get("runs")]
-    if len(counts) == 2 and counts[0] == counts[1]:
-        runs = f"{counts[0]} runs each"
-    else:
-        runs = " and ".join(map(str, counts)) + " runs" if counts else "runs"
-    span = f"{low:.3g} to {high:.3g}x between the fastest and slowest of their {runs}"
-    said = f"order 4's best took {ratio:.3g}x as long ({span}"
+    runs = (f"of {name}'s {int(best['runs'])} and order 4's {int(o4['runs'])} runs"
+            if best.get("runs") and o4.get("runs") else "of their runs")
+    span = f"{low:.3g} to {high:.3g}x between the fastest and slowest {runs}"
     if low > 1:
-        return f"{said}: cheaper in every pairing of their runs)"
+        return f"{said} ({span}: {name} was the cheaper in every pairing of their runs)"
     if high < 1:
-        return f"{said}: order 4 was the cheaper in every pairing of their runs)"
-    return f"{said}: the runs overlap, so this machine does not tell the two apart)"
+        return f"{said} ({span}: order 4 was the cheaper in every pairing of their runs)"
+    return f"{said} ({span}: the runs overlap, so this machine does not tell the two apart)"
 
 
 def strong_scaling(df):
