@@ -121,9 +121,44 @@ def test_the_benchs_streams_only_pass_checks_itself_and_times_something():
     """The bench's yardstick (the sweep's memory traffic without its stencil) runs in the
     kernel's extension, checks what it wrote and returns seconds per pass."""
     code = ("from mpi4py import MPI; from hpclab.chapters.jacobi.kernels import _jacobi; "
-            "t = _jacobi.streams(16, 2, 2); assert 0 < t < 1, t; print('ok')")
+            "t = _jacobi.streams(16, 2, 2); assert 0 < t < 1, t; "
+            # with streaming stores past the cache too (rows of 16: two groups of 8, or more)
+            "_jacobi.set_streaming(0); assert _jacobi.streamed(18 ** 3) or "
+            "not _jacobi.VECTOR_DOUBLES; t = _jacobi.streams(16, 2, 2); assert 0 < t < 1, t; "
+            "print('ok')")
     r = launch.mpirun([sys.executable, "-c", code], n=1, timeout=60, what="streams pass")
     assert r.stdout.strip().endswith("ok")
+
+
+def test_the_sweeps_stream_their_stores_beyond_a_cores_share_of_the_cache():
+    """The threshold is a core's share of the last level, at most 8 times its L2 (a virtual
+    machine's 480 MiB over two cores is not its own); no caches reported: never."""
+    from hpclab.chapters.jacobi import kernels as jk
+
+    def machine(l3, shared_by, l2=2 << 20):
+        return {"logical_cpus": 2, "physical_cores": 2,
+                "caches": [{"level": 2, "type": "Unified", "size_bytes": l2, "shared_by_cpus": 1},
+                           {"level": 3, "type": "Unified", "size_bytes": l3,
+                            "shared_by_cpus": shared_by}]}
+
+    if not jk._jacobi.VECTOR_DOUBLES:
+        pytest.skip("this build has no vector stores: the sweeps never stream")
+    assert jk.streaming_threshold(machine(480 << 20, 2)) == 16 << 20  # the L2 cap
+    assert jk.streaming_threshold(machine(32 << 20, 16)) == 2 << 20  # the share
+    assert jk.streaming_threshold({"logical_cpus": 2, "physical_cores": 2, "caches": []}) \
+        == jk.NEVER
+    # L = 64: 3 x 66 x 66 x 72 doubles (rows padded to lines) = 7.5 MiB; L = 96: 23 MiB
+    assert jk.field_bytes(64) == 3 * 66 * 66 * 72 * 8
+    assert "within the 16 MiB threshold: plain" in jk.streaming_words(64, 16 << 20)
+    assert "pass the 16 MiB threshold: streaming" in jk.streaming_words(96, 16 << 20)
+    assert "does not report its caches" in jk.streaming_words(96, jk.NEVER)
+    # the model's bytes per update in STREAM add's counting (add moves 32 for 24 counted):
+    # plain stores move what add moves, streaming stores 24 of add's 32
+    meta = {"machine": machine(480 << 20, 2)}
+    assert exp.bytes_per_update(64, meta) == 24 and exp.bytes_per_update(128, meta) == 18
+    assert "plain stores" in exp.stores_words(64, meta)
+    assert "streaming stores" in exp.stores_words(128, meta) \
+        and "over 18 of its bytes" in exp.stores_words(128, meta)
 
 
 def test_the_page_says_when_the_memory_bound_does_not_apply():

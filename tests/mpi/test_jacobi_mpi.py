@@ -57,6 +57,41 @@ def test_blocked_sweeps_equal_a_serial_sweep(budget):
         _jacobi.set_cache(before)
 
 
+@pytest.mark.parametrize("budget", [0, 3 * 8 * 40 * 5])
+def test_streamed_sweeps_equal_a_serial_sweep(budget):
+    """Streaming stores on every field (threshold 0): rows of 29 points take plain stores up
+    to a group boundary (from column 2 in the overlap's inner box), whole groups past the
+    cache, and plain stores again for the rest; a vector loop that reads a wrong neighbour or
+    skips a point moves the field away from the serial sweep's."""
+    from hpclab.chapters.jacobi.kernels import _jacobi
+
+    if not _jacobi.VECTOR_DOUBLES:
+        pytest.skip("this build has no vector stores: the sweeps never stream")
+    shape = (6, 11, 29)
+    u0 = np.random.default_rng(7).random(shape) if COMM.Get_rank() == 0 else None
+    before, above = _jacobi.cache(), _jacobi.streaming()
+    _jacobi.set_cache(budget)
+    _jacobi.set_streaming(0)
+    try:
+        assert _jacobi.streamed(1) and not _jacobi.streamed(0)
+        wrong = []  # every rank makes every call; rank 0 reports after the last
+        for impl in ("c", "cython"):
+            for decomposition, overlap in (("slab", False), ("cube", True), ("pencil", True)):
+                got = jacobi.field(COMM, u0, impl=impl, decomposition=decomposition,
+                                   overlap=overlap, sweeps=3)
+                if COMM.Get_rank() == 0:
+                    off = float(np.max(np.abs(got - jacobi.serial_sweeps(u0, sweeps=3))))
+                    if not off <= 1e-13:
+                        wrong.append(f"{impl} {decomposition} overlap={overlap}: {off:.3g}")
+            # and the checked runs, from the fixed point (they raise on every rank)
+            jacobi.RUNNERS[impl](COMM, "cube", 6, 11, 29, overlap=True, sweeps=2,
+                                 repetitions=1)
+        assert not wrong, f"streamed sweeps differ from the serial sweep: {wrong}"
+    finally:
+        _jacobi.set_cache(before)
+        _jacobi.set_streaming(above)
+
+
 @pytest.mark.parametrize("impl", jacobi.IMPLEMENTATIONS)
 def test_metrics_of_a_run(impl):
     t = jacobi.RUNNERS[impl](COMM, "cube", 10, 8, 6, sweeps=2, repetitions=2)

@@ -67,16 +67,59 @@ def wide(df):
     return w
 
 
-def predict(df, lam, bandwidth, stream_gbs, bytes_per_update=None):
+def bytes_per_update(L, meta=None):
+    """The bytes one update of a rank with L³ points moves, counted as STREAM add counts its
+    own, on the run's machine (``meta``'s description; this one without): the cache reads
+    each line add writes before writing it (write-allocate), so add's GB/s count 24 bytes for
+    every 32 moved. A sweep with plain stores does the same: 24. A sweep whose fields pass
+    the streaming threshold (kernels.streaming_threshold) stores past the cache and moves
+    24 bytes where add moves 32: 24 · 24 / 32 = 18 of add's bytes."""
+    from hpclab.chapters.jacobi.kernels import field_bytes, streaming_threshold
+
+    per = KERNEL.extra["bytes_per_update"]
+    if field_bytes(L) > streaming_threshold((meta or {}).get("machine") or None):
+        return per * per / KERNEL.extra["bytes_per_update_write_allocate"]
+    return per
+
+
+def stores_words(L, meta=None):
+    """What the page says of the sweep's stores at L³ points per rank and the bound that
+    follows (plain text, glued)."""
+    from hpclab.chapters.jacobi.kernels import (
+        NEVER,
+        STREAM_L2_CAP,
+        field_bytes,
+        mib,
+        streaming_threshold,
+    )
+
+    size = mib(field_bytes(L))
+    above = streaming_threshold((meta or {}).get("machine") or None)
+    counted = (f"the {mib(above)} MiB the sweeps count on a core keeping in its cache (its "
+               f"share of the last level, at most {STREAM_L2_CAP} times its L2)")
+    if field_bytes(L) > above:
+        return (f"At L = {L} a rank's three fields take {size} MiB, more than {counted}, "
+                "so the sweeps write their new values past the cache (streaming stores, "
+                "which read no line first): 24 bytes move where add moves 32, and the bound "
+                f"is add's rate over {bytes_per_update(L, meta):g} of its bytes")
+    why = ("this machine does not report its caches" if above >= NEVER
+           else f"within {counted}")
+    return (f"At L = {L} a rank's three fields take {size} MiB, {why}, so the sweeps use "
+            "plain stores, which read each line first as add does, and the bound is add's "
+            f"rate over {bytes_per_update(L, meta):g} bytes")
+
+
+def predict(df, lam, bandwidth, stream_gbs, meta=None):
     """The weak-scaling model before the measurement is looked at, per L, decomposition and
     P: T_s from the one-rank compute time at that L (``from_run``) and from the roofline
-    (bytes per update over STREAM add with one thread, ``from_roof``), T_c = 16 L² k / B +
-    k λ with PingPong's λ and B; MLUP/s predicted both ways beside the measured."""
-    per = bytes_per_update or KERNEL.extra["bytes_per_update"]
+    (bytes per update, :func:`bytes_per_update` on the run's machine ``meta``, over STREAM
+    add with one thread, ``from_roof``), T_c = 16 L² k / B + k λ with PingPong's λ and B;
+    MLUP/s predicted both ways beside the measured."""
     w = wide(df)
     w = w[(w["kind"] == "weak") & (w["impl"] == "c") & (~w["overlap"])].copy()
     one = w[w["nprocs"] == 1].groupby("L")["compute"].median()
     w["T_s"] = w["L"].map(one)
+    per = w["L"].map(lambda L: bytes_per_update(int(L), meta))
     w["T_s_roof"] = per * w["L"] ** 3 / (stream_gbs[1] * 1e9)
     w["T_c"] = BYTES_PER_FACE_POINT * w["L"] ** 2 * w["k"] / bandwidth + w["k"] * lam
     cells = w["L"] ** 3 * w["nprocs"]
@@ -383,7 +426,7 @@ def _target_words(meta):
 def numbers(sweep_run, lam, bandwidth, pp_source, stream_gbs, stream_source, t5, orfeo_pp):
     """Every number the chapter's text quotes, computed (name -> value)."""
     df = records.table(sweep_run)
-    pred = predict(df, lam, bandwidth, stream_gbs)
+    pred = predict(df, lam, bandwidth, stream_gbs, sweep_run.meta)
     pmax = int(df["nprocs"].max())
     big = pred[(pred["L"] == pred["L"].max()) & (pred["nprocs"] == pmax)]
     cube = big[big["decomposition"] == "cube"].iloc[0]
@@ -391,7 +434,7 @@ def numbers(sweep_run, lam, bandwidth, pp_source, stream_gbs, stream_source, t5,
     halo_big = halo[(halo["L"] == halo["L"].max()) & (halo["nprocs"] == pmax)]
     one = pred[(pred["nprocs"] == 1)]
     L1 = one[one["L"] == one["L"].max()].iloc[0]
-    per = KERNEL.extra["bytes_per_update"]
+    per = bytes_per_update(int(L1["L"]), sweep_run.meta)
     o = orfeo_table(t5).set_index("nprocs")
     ib = orfeo_pp[(orfeo_pp["transport"] == "UCX (InfiniBand)")
                   & (orfeo_pp["placement"] == "internode")]
@@ -415,6 +458,7 @@ def numbers(sweep_run, lam, bandwidth, pp_source, stream_gbs, stream_source, t5,
     share = float(L1["mlups"]) / roof
     return {
         "roof_words": roof_words(share, int(L1["L"]), sweep_run.meta),
+        "stores_words": stores_words(int(L1["L"]), sweep_run.meta),
         "roof_regime": bound_regime_words(df.loc[df["L"] > 0, "L"], sweep_run.meta),
         "grid_words": grid_words,
         "lam_us": lam * 1e6, "B_GBs": bandwidth / 1e9, "pp_source": pp_source,

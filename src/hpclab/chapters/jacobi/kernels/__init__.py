@@ -55,6 +55,63 @@ def _set_cache_budget():
 
 _set_cache_budget()
 
+# Streaming stores (jacobi_simd.h): a rank whose three fields take more than one core's share
+# of the last-level cache writes its new values past the cache: they would not stay there
+# until the next sweep reads them, and a plain store first reads each line it writes (32
+# bytes from memory per update instead of 24). Fields that fit stay in the cache, where a
+# store past it would send them to memory. The share counted is at most STREAM_L2_CAP times
+# the core's own L2: a virtual machine sees its host's whole last level (480 MiB over two
+# cores on one) but shares it with cores it does not see. Measured there, two ranks, C with
+# streaming stores over plain ones: 0.73 at L = 64 (7.5 MiB of fields per rank), 0.97 at
+# L = 96 (23 MiB), 1.31 at L = 128 (53 MiB).
+STREAM_L2_CAP = 8
+
+
+def streaming_threshold(described=None):
+    """The bytes of a rank's three fields above which the sweeps stream their stores, on this
+    machine (or a described one): a core's share of the last-level cache, at most
+    STREAM_L2_CAP times its L2; NEVER when the machine does not report its caches or the
+    build has no vector stores."""
+    from hpclab import machine
+
+    share = machine.last_level_share_bytes(described)
+    if not share or not _jacobi.VECTOR_DOUBLES:
+        return NEVER
+    l2 = machine.cache_bytes(2, described)
+    return int(min(share, STREAM_L2_CAP * l2) if l2 else share)
+
+
+NEVER = 2**64 - 1  # a threshold no field passes
+
+
+def field_bytes(L):
+    """The bytes of a rank's three fields (u, unew, f) at L³ interior points: one halo layer
+    all round, rows padded to whole cache lines (the sweeps' layout)."""
+    return 3 * (L + 2) * (L + 2) * padded_row(L + 2) * 8
+
+
+def mib(nbytes):
+    """Bytes as MiB in words: whole MiB from 10 on, two significant digits below."""
+    x = nbytes / 2**20
+    return f"{x:.0f}" if x >= 10 else f"{x:.2g}"
+
+
+def streaming_words(L, above):
+    """Whether a rank of L³ points streams its stores under the threshold ``above``, in
+    words with the sizes."""
+    size = mib(field_bytes(L))
+    if above >= NEVER:
+        return "plain stores: this machine does not report its caches" \
+            if _jacobi.VECTOR_DOUBLES else "plain stores: this build has no vector stores"
+    if field_bytes(L) > above:
+        return (f"its fields, {size} MiB, pass the {mib(above)} MiB threshold: "
+                "streaming stores")
+    return (f"its fields, {size} MiB, are within the {mib(above)} MiB threshold: "
+            "plain stores")
+
+
+_jacobi.set_streaming(streaming_threshold())
+
 IMPLEMENTATIONS = KERNEL.implementations
 GRID_DIMS = {"slab": (0, 1, 1), "pencil": (0, 0, 1), "cube": (0, 0, 0)}
 _RAW = {"c": _jacobi.run_c, "cython": _jacobi.run_cython, "python": _run_python}

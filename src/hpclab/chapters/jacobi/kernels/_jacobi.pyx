@@ -36,6 +36,23 @@ cdef extern from "jacobi.h" nogil:
     void hpclab_jacobi_set_cache(size_t budget)
     size_t hpclab_jacobi_cache()
     long hpclab_jacobi_block_rows(size_t budget, long ny, long nz)
+    void hpclab_jacobi_set_streaming(size_t above)
+    size_t hpclab_jacobi_streaming()
+    int hpclab_jacobi_streamed(size_t points)
+
+# vector loads and streaming stores (see jacobi_simd.h): a group of HPCLAB_VW doubles
+cdef extern from "jacobi_simd.h" nogil:
+    enum:
+        HPCLAB_VW
+    ctypedef struct hpclab_vd:
+        pass
+    hpclab_vd hpclab_vload(const double *p)
+    hpclab_vd hpclab_vset(double x)
+    hpclab_vd hpclab_vadd(hpclab_vd a, hpclab_vd b)
+    hpclab_vd hpclab_vmul(hpclab_vd a, hpclab_vd b)
+    void hpclab_vstream(double *p, hpclab_vd v)
+    void hpclab_vfence()
+    long hpclab_vpeel(const double *p)
 
 DECOMPOSITIONS = ("slab", "pencil", "cube")
 METRICS = ("sweep", "compute", "halo", "cut")
@@ -67,6 +84,25 @@ def set_cache(size_t budget):
 def cache():
     """The budget in force (set_cache)."""
     return hpclab_jacobi_cache()
+
+
+def set_streaming(size_t above):
+    """Store the new values past the cache when a rank's three fields take more than
+    ``above`` bytes (see jacobi.h); SIZE_MAX: never."""
+    hpclab_jacobi_set_streaming(above)
+
+
+def streaming():
+    """The threshold in force (set_streaming)."""
+    return hpclab_jacobi_streaming()
+
+
+def streamed(size_t points):
+    """Whether a rank whose fields hold ``points`` points each streams its stores."""
+    return bool(hpclab_jacobi_streamed(points))
+
+
+VECTOR_DOUBLES = HPCLAB_VW  # doubles per streamed group in this build (0: never streams)
 
 
 def block_rows(size_t budget, long ny, long nz):
@@ -130,13 +166,18 @@ def run_c(MPI.Comm comm not None, int decomposition, long nx, long ny, long nz, 
 
 
 cdef void _update(hpclab_topo *t, double *u, double *f, double *unew, double *w, double diag,
-                  long i0, long i1, long j0, long j1, long k0, long k1) noexcept nogil:
+                  bint stream, long i0, long i1, long j0, long j1, long k0,
+                  long k1) noexcept nogil:
     cdef size_t sy = <size_t>hpclab_topo_extent(t, 2)  # rows padded to whole cache lines
     cdef size_t sx = <size_t>(t.local[1] + 2) * sy
     cdef double w0 = w[0], w1 = w[1], w2 = w[2], inv = 1.0 / diag
     cdef long rows = hpclab_jacobi_block_rows(hpclab_jacobi_cache(), t.local[1], t.local[2])
-    cdef long i, j, k, jb, je
+    cdef long i, j, k, jb, je, head
     cdef size_t row, c
+    cdef double *p
+    cdef hpclab_vd v0 = hpclab_vset(w0), v1 = hpclab_vset(w1), v2 = hpclab_vset(w2)
+    cdef hpclab_vd vinv = hpclab_vset(inv), s
+    stream = stream and HPCLAB_VW > 0
     # blocks of j rows, each through every plane i (spatial blocking, see jacobi.h)
     jb = j0
     while jb <= j1:
@@ -144,22 +185,44 @@ cdef void _update(hpclab_topo *t, double *u, double *f, double *unew, double *w,
         for i in range(i0, i1 + 1):
             for j in range(jb, je + 1):
                 row = <size_t>i * sx + <size_t>j * sy
-                for k in range(k0, k1 + 1):
+                k = k0
+                if stream:
+                    # plain stores up to a group boundary, then whole groups past the cache
+                    head = min(k0 + hpclab_vpeel(&unew[row + <size_t>k0]), k1 + 1)
+                    while k < head:
+                        c = row + <size_t>k
+                        unew[c] = (w0 * (u[c - sx] + u[c + sx]) + w1 * (u[c - sy] + u[c + sy])
+                                   + w2 * (u[c - 1] + u[c + 1]) + f[c]) * inv
+                        k += 1
+                    while k + HPCLAB_VW - 1 <= k1:
+                        p = &u[row + <size_t>k]
+                        s = hpclab_vadd(hpclab_vadd(
+                            hpclab_vadd(hpclab_vmul(v0, hpclab_vadd(hpclab_vload(p - sx),
+                                                                    hpclab_vload(p + sx))),
+                                        hpclab_vmul(v1, hpclab_vadd(hpclab_vload(p - sy),
+                                                                    hpclab_vload(p + sy)))),
+                            hpclab_vmul(v2, hpclab_vadd(hpclab_vload(p - 1), hpclab_vload(p + 1)))),
+                            hpclab_vload(&f[row + <size_t>k]))
+                        hpclab_vstream(&unew[row + <size_t>k], hpclab_vmul(s, vinv))
+                        k += HPCLAB_VW
+                for k in range(k, k1 + 1):
                     c = row + <size_t>k
                     unew[c] = (w0 * (u[c - sx] + u[c + sx]) + w1 * (u[c - sy] + u[c + sy])
                                + w2 * (u[c - 1] + u[c + 1]) + f[c]) * inv
         jb += rows
+    if stream:
+        hpclab_vfence()
 
 
 cdef void _shell(hpclab_topo *t, double *u, double *f, double *unew, double *w,
-                 double diag) noexcept nogil:
+                 double diag, bint stream) noexcept nogil:
     cdef long lx = t.local[0], ly = t.local[1], lz = t.local[2]
-    _update(t, u, f, unew, w, diag, 1, 1, 1, ly, 1, lz)
-    _update(t, u, f, unew, w, diag, lx, lx, 1, ly, 1, lz)
-    _update(t, u, f, unew, w, diag, 2, lx - 1, 1, 1, 1, lz)
-    _update(t, u, f, unew, w, diag, 2, lx - 1, ly, ly, 1, lz)
-    _update(t, u, f, unew, w, diag, 2, lx - 1, 2, ly - 1, 1, 1)
-    _update(t, u, f, unew, w, diag, 2, lx - 1, 2, ly - 1, lz, lz)
+    _update(t, u, f, unew, w, diag, stream, 1, 1, 1, ly, 1, lz)
+    _update(t, u, f, unew, w, diag, stream, lx, lx, 1, ly, 1, lz)
+    _update(t, u, f, unew, w, diag, stream, 2, lx - 1, 1, 1, 1, lz)
+    _update(t, u, f, unew, w, diag, stream, 2, lx - 1, ly, ly, 1, lz)
+    _update(t, u, f, unew, w, diag, stream, 2, lx - 1, 2, ly - 1, 1, 1)
+    _update(t, u, f, unew, w, diag, stream, 2, lx - 1, 2, ly - 1, lz, lz)
 
 
 cdef void _interior(hpclab_topo *t, double *field, double *block, bint to_block) noexcept nogil:
@@ -182,7 +245,7 @@ def run_cython(MPI.Comm comm not None, int decomposition, long nx, long ny, long
     times = np.zeros((HPCLAB_JACOBI_NMETRICS, repetitions), dtype=np.float64)
     cdef double[:, ::1] tt = times
     cdef hpclab_topo t
-    cdef bint have = False
+    cdef bint have = False, streamed = False
     cdef long glob[3]
     cdef int dims[3]
     cdef int r, s, failed = 0
@@ -222,6 +285,7 @@ def run_cython(MPI.Comm comm not None, int decomposition, long nx, long ny, long
                     raise JacobiError(errmsg.decode(errors="replace"))
             have = True
             points = hpclab_topo_points(&t)
+            streamed = hpclab_jacobi_streamed(points)
             nlocal = <size_t>t.local[0] * <size_t>t.local[1] * <size_t>t.local[2]
             lead = hpclab_topo_lead(&t)
             u = hpclab_alloc_doubles(points, lead, 1)
@@ -254,16 +318,16 @@ def run_cython(MPI.Comm comm not None, int decomposition, long nx, long ny, long
                     hpclab_halo_start(&t, u, req)
                     b = MPI_Wtime()
                     if overlap:
-                        _update(&t, u, f, unew, w, diag, 2, lx - 1, 2, ly - 1, 2, lz - 1)
+                        _update(&t, u, f, unew, w, diag, streamed, 2, lx - 1, 2, ly - 1, 2, lz - 1)
                     c = MPI_Wtime()
                     hpclab_halo_finish(req)
                     if hpclab_jacobi_fault and t.rank == t.size - 1:
                         u[<size_t>hpclab_topo_extent(&t, 2) + 1] += 1.0  # halo point (0, 1, 1)
                     d = MPI_Wtime()
                     if overlap:
-                        _shell(&t, u, f, unew, w, diag)
+                        _shell(&t, u, f, unew, w, diag, streamed)
                     else:
-                        _update(&t, u, f, unew, w, diag, 1, lx, 1, ly, 1, lz)
+                        _update(&t, u, f, unew, w, diag, streamed, 1, lx, 1, ly, 1, lz)
                     loc[0] += (c - b) + (MPI_Wtime() - d)
                     loc[1] += (b - a) + (d - c)
                     swap = u

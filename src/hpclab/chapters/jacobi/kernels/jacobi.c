@@ -22,8 +22,10 @@
  */
 #include "jacobi.h"
 #include "hpclab_common.h"
+#include "jacobi_simd.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -109,6 +111,23 @@ double hpclab_jacobi_error(const hpclab_topo *t, const double *u)
 }
 
 static size_t cache_budget = 0;
+static size_t stream_above = SIZE_MAX;
+
+void hpclab_jacobi_set_streaming(size_t above)
+{
+    stream_above = above;
+}
+
+size_t hpclab_jacobi_streaming(void)
+{
+    return stream_above;
+}
+
+int hpclab_jacobi_streamed(size_t points)
+{
+    return HPCLAB_VW > 0 && points <= SIZE_MAX / (3 * sizeof(double))
+        && 3 * points * sizeof(double) > stream_above;
+}
 
 void hpclab_jacobi_set_cache(size_t budget)
 {
@@ -135,15 +154,22 @@ long hpclab_jacobi_block_rows(size_t budget, long ny, long nz)
 }
 
 /* unew = (sum of w * neighbours + f) / diag on the box [i0, i1] x [j0, j1] x [k0, k1],
- * in blocks of j rows (hpclab_jacobi_block_rows): each block through every plane i */
+ * in blocks of j rows (hpclab_jacobi_block_rows): each block through every plane i.
+ * stream: the new values go past the cache (jacobi_simd.h) in groups of HPCLAB_VW, each
+ * row's first points up to a group boundary and its last ones after the last whole group
+ * with plain stores */
 static void update(const hpclab_topo *t, const double *restrict u, const double *restrict f,
-                   double *restrict unew, const double *w, double diag, long i0, long i1,
-                   long j0, long j1, long k0, long k1)
+                   double *restrict unew, const double *w, double diag, int stream, long i0,
+                   long i1, long j0, long j1, long k0, long k1)
 {
     const size_t sy = (size_t)hpclab_topo_extent(t, 2);
     const size_t sx = (size_t)(t->local[1] + 2) * sy;
     const double w0 = w[0], w1 = w[1], w2 = w[2], inv = 1.0 / diag;
     const long rows = hpclab_jacobi_block_rows(cache_budget, t->local[1], t->local[2]);
+#if HPCLAB_VW > 0
+    const hpclab_vd v0 = hpclab_vset(w0), v1 = hpclab_vset(w1), v2 = hpclab_vset(w2);
+    const hpclab_vd vinv = hpclab_vset(inv);
+#endif
 
     for (long jb = j0; jb <= j1; jb += rows) {
         const long je = jb + rows - 1 < j1 ? jb + rows - 1 : j1;
@@ -151,8 +177,34 @@ static void update(const hpclab_topo *t, const double *restrict u, const double 
         for (long i = i0; i <= i1; i++)
             for (long j = jb; j <= je; j++) {
                 const size_t row = IDX(t, i, j, 0);
+                long k = k0;
 
-                for (long k = k0; k <= k1; k++) {
+#if HPCLAB_VW > 0
+                if (stream) {
+                    const long head = k0 + hpclab_vpeel(unew + row + k0);
+
+                    for (; k < head && k <= k1; k++) {
+                        const size_t c = row + (size_t)k;
+
+                        unew[c] = (w0 * (u[c - sx] + u[c + sx]) + w1 * (u[c - sy] + u[c + sy])
+                                   + w2 * (u[c - 1] + u[c + 1]) + f[c]) * inv;
+                    }
+                    for (; k + HPCLAB_VW - 1 <= k1; k += HPCLAB_VW) {
+                        const double *c = u + row + (size_t)k;
+                        const hpclab_vd x = hpclab_vmul(v0, hpclab_vadd(hpclab_vload(c - sx),
+                                                                        hpclab_vload(c + sx)));
+                        const hpclab_vd y = hpclab_vmul(v1, hpclab_vadd(hpclab_vload(c - sy),
+                                                                        hpclab_vload(c + sy)));
+                        const hpclab_vd z = hpclab_vmul(v2, hpclab_vadd(hpclab_vload(c - 1),
+                                                                        hpclab_vload(c + 1)));
+                        const hpclab_vd s = hpclab_vadd(hpclab_vadd(hpclab_vadd(x, y), z),
+                                                        hpclab_vload(f + row + (size_t)k));
+
+                        hpclab_vstream(unew + row + (size_t)k, hpclab_vmul(s, vinv));
+                    }
+                }
+#endif
+                for (; k <= k1; k++) {
                     const size_t c = row + (size_t)k;
 
                     unew[c] = (w0 * (u[c - sx] + u[c + sx]) + w1 * (u[c - sy] + u[c + sy])
@@ -160,20 +212,22 @@ static void update(const hpclab_topo *t, const double *restrict u, const double 
                 }
             }
     }
+    if (stream)
+        hpclab_vfence();
 }
 
 /* the points next to a face of the block (they read the halo) */
 static void update_shell(const hpclab_topo *t, const double *u, const double *f, double *unew,
-                         const double *w, double diag)
+                         const double *w, double diag, int stream)
 {
     const long lx = t->local[0], ly = t->local[1], lz = t->local[2];
 
-    update(t, u, f, unew, w, diag, 1, 1, 1, ly, 1, lz);
-    update(t, u, f, unew, w, diag, lx, lx, 1, ly, 1, lz);
-    update(t, u, f, unew, w, diag, 2, lx - 1, 1, 1, 1, lz);
-    update(t, u, f, unew, w, diag, 2, lx - 1, ly, ly, 1, lz);
-    update(t, u, f, unew, w, diag, 2, lx - 1, 2, ly - 1, 1, 1);
-    update(t, u, f, unew, w, diag, 2, lx - 1, 2, ly - 1, lz, lz);
+    update(t, u, f, unew, w, diag, stream, 1, 1, 1, ly, 1, lz);
+    update(t, u, f, unew, w, diag, stream, lx, lx, 1, ly, 1, lz);
+    update(t, u, f, unew, w, diag, stream, 2, lx - 1, 1, 1, 1, lz);
+    update(t, u, f, unew, w, diag, stream, 2, lx - 1, ly, ly, 1, lz);
+    update(t, u, f, unew, w, diag, stream, 2, lx - 1, 2, ly - 1, 1, 1);
+    update(t, u, f, unew, w, diag, stream, 2, lx - 1, 2, ly - 1, lz, lz);
 }
 
 /* copy between a halo-layout field and a contiguous block of this rank's interior */
@@ -202,6 +256,7 @@ double hpclab_jacobi_streams(long l, int sweeps, int repetitions)
     double *u = hpclab_alloc_doubles(n, lead, 1), *f = hpclab_alloc_doubles(n, lead, 1);
     double *unew = hpclab_alloc_doubles(n, lead, 1), best = -1;
     int wrong = 0;
+    const int stream = hpclab_jacobi_streamed(n);
 
     if (u && f && unew && l >= 1 && sweeps >= 1) {
         for (size_t c = 0; c < n; c++) {
@@ -217,10 +272,25 @@ double hpclab_jacobi_streams(long l, int sweeps, int repetitions)
                 for (long i = 1; i <= l; i++)
                     for (long j = 1; j <= l; j++) {
                         const size_t row = (size_t)i * sx + (size_t)j * sy;
+                        long k = 1;
 
-                        for (long k = 1; k <= l; k++)
+#if HPCLAB_VW > 0
+                        if (stream) {
+                            const long head = 1 + hpclab_vpeel(unew + row + 1);
+
+                            for (; k < head && k <= l; k++)
+                                unew[row + (size_t)k] = u[row + (size_t)k + sx] + f[row + (size_t)k];
+                            for (; k + HPCLAB_VW - 1 <= l; k += HPCLAB_VW)
+                                hpclab_vstream(unew + row + (size_t)k,
+                                               hpclab_vadd(hpclab_vload(u + row + (size_t)k + sx),
+                                                           hpclab_vload(f + row + (size_t)k)));
+                        }
+#endif
+                        for (; k <= l; k++)
                             unew[row + (size_t)k] = u[row + (size_t)k + sx] + f[row + (size_t)k];
                     }
+                if (stream)
+                    hpclab_vfence();
                 swap = u;
                 u = unew;
                 unew = swap;
@@ -249,7 +319,7 @@ int hpclab_jacobi(MPI_Comm comm, int decomposition, long nx, long ny, long nz, i
 {
     hpclab_topo t;
     long global[3] = {nx, ny, nz};
-    int dims[3], given, failed = 0;
+    int dims[3], given, failed = 0, stream;
     size_t points, nlocal, lead = 0;
     double *u = NULL, *unew = NULL, *f = NULL, *block = NULL, w[3], diag;
     char msg[HPCLAB_ERRLEN] = "";
@@ -266,6 +336,7 @@ int hpclab_jacobi(MPI_Comm comm, int decomposition, long nx, long ny, long nz, i
     given = t.rank == 0 && u0 != NULL;
     MPI_Bcast(&given, 1, MPI_INT, 0, t.cart);
     points = hpclab_topo_points(&t);
+    stream = hpclab_jacobi_streamed(points);
     lead = hpclab_topo_lead(&t);
     nlocal = (size_t)t.local[0] * (size_t)t.local[1] * (size_t)t.local[2];
     u = hpclab_alloc_doubles(points, lead, 1);
@@ -301,16 +372,16 @@ int hpclab_jacobi(MPI_Comm comm, int decomposition, long nx, long ny, long nz, i
             hpclab_halo_start(&t, u, req);
             b = MPI_Wtime();
             if (overlap)
-                update(&t, u, f, unew, w, diag, 2, lx - 1, 2, ly - 1, 2, lz - 1);
+                update(&t, u, f, unew, w, diag, stream, 2, lx - 1, 2, ly - 1, 2, lz - 1);
             c = MPI_Wtime();
             hpclab_halo_finish(req);
             if (hpclab_jacobi_fault && t.rank == t.size - 1)
                 u[IDX(&t, 0, 1, 1)] += 1.0;
             d = MPI_Wtime();
             if (overlap)
-                update_shell(&t, u, f, unew, w, diag);
+                update_shell(&t, u, f, unew, w, diag, stream);
             else
-                update(&t, u, f, unew, w, diag, 1, lx, 1, ly, 1, lz);
+                update(&t, u, f, unew, w, diag, stream, 1, lx, 1, ly, 1, lz);
             local[0] += (c - b) + (MPI_Wtime() - d); /* compute */
             local[1] += (b - a) + (d - c);           /* halo: start and wait */
             swap = u;

@@ -92,6 +92,21 @@ size_t hpclab_jacobi_cache(void);
  * or the budget is 0. */
 long hpclab_jacobi_block_rows(size_t budget, long ny, long nz);
 
+/*
+ * Streaming stores: a rank whose three fields (u, unew, f with halo and padding) take more
+ * than `above` bytes writes its new values past the cache (jacobi_simd.h), 24 bytes from
+ * memory per update instead of 32 (no line read before it is written); fields that fit
+ * stay in the cache for the next sweep. SIZE_MAX (the default): never. The streams pass
+ * (hpclab_jacobi_streams) follows the same rule on its arrays. Set once per process (the
+ * Python package sets it at import, from the last-level cache).
+ */
+void hpclab_jacobi_set_streaming(size_t above);
+size_t hpclab_jacobi_streaming(void);
+
+/* 1 when a rank whose fields hold `points` points each streams its stores (the rule above,
+ * and a build with vector stores: HPCLAB_VW > 0), else 0. */
+int hpclab_jacobi_streamed(size_t points);
+
 /* Test hook: when non-zero, the last rank adds 1 to its halo point (0, 1, 1) after every
  * exchange (a neighbour's value, or the boundary), so tests can prove it is caught. */
 extern int hpclab_jacobi_fault;
