@@ -57,6 +57,13 @@ def test_more_ranks_than_cores_measure_nothing_unless_asked_and_then_say_so(tmp_
 
 def test_the_model_is_predicted_from_the_pieces(cli_run):
     df, _ = cli_run
+    # each measurement says how its sweeps stored (cache-sized blocks: plainly)
+    t = records.table(df)
+    assert set(t["stores"]) == {"plain"}
+    assert exp.run_stores(df) and set(exp.run_stores(df).values()) == {"plain"}
+    # a run saved before the sweeps recorded their stores stored plainly
+    old = t.drop(columns="stores")
+    assert set(exp.run_stores(old).values()) == {"plain"}
     lam, bandwidth, stream = 2e-6, 5e9, {1: 20.0, 2: 30.0}
     p = exp.predict(df, lam, bandwidth, stream)
     one = p[p["nprocs"] == 1]
@@ -155,10 +162,13 @@ def test_the_sweeps_stream_their_stores_beyond_a_cores_share_of_the_cache():
     # the model's bytes per update in STREAM add's counting (add moves 32 for 24 counted):
     # plain stores move what add moves, streaming stores 24 of add's 32
     meta = {"machine": machine(480 << 20, 2)}
-    assert exp.bytes_per_update(64, meta) == 24 and exp.bytes_per_update(128, meta) == 18
-    assert "plain stores" in exp.stores_words(64, meta)
-    assert "streaming stores" in exp.stores_words(128, meta) \
-        and "over 18 of its bytes" in exp.stores_words(128, meta)
+    assert exp.bytes_per_update(64, "plain") == 24 and exp.bytes_per_update(128, "streaming") == 18
+    assert "within the 16 MiB" in exp.stores_words(64, "plain", meta)
+    words = exp.stores_words(128, "streaming", meta)
+    assert "streaming stores" in words and "over 18 of its bytes" in words, words
+    # a run that stored plainly beyond the threshold (saved before the sweeps streamed, or
+    # built without vector stores) is counted as it ran
+    assert "used plain stores" in exp.stores_words(128, "plain", meta)
 
 
 def test_the_page_says_when_the_memory_bound_does_not_apply():

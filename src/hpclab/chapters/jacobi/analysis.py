@@ -67,24 +67,40 @@ def wide(df):
     return w
 
 
-def bytes_per_update(L, meta=None):
-    """The bytes one update of a rank with L³ points moves, counted as STREAM add counts its
-    own, on the run's machine (``meta``'s description; this one without): the cache reads
-    each line add writes before writing it (write-allocate), so add's GB/s count 24 bytes for
-    every 32 moved. A sweep with plain stores does the same: 24. A sweep whose fields pass
-    the streaming threshold (kernels.streaming_threshold) stores past the cache and moves
-    24 bytes where add moves 32: 24 · 24 / 32 = 18 of add's bytes."""
-    from hpclab.chapters.jacobi.kernels import field_bytes, streaming_threshold
+def stores_at(L):
+    """How this process's C and Cython sweeps store their new values at L³ points per rank:
+    "streaming" (past the cache, kernels.streaming_threshold) or "plain"."""
+    from hpclab.chapters.jacobi.kernels import _jacobi, field_bytes
 
+    return "streaming" if _jacobi.streamed(field_bytes(L) // 24) else "plain"
+
+
+def run_stores(df):
+    """L -> how a run's weak C sweeps stored their new values ("streaming" or "plain", the
+    records' ``stores``); runs saved before the sweeps could stream: "plain"."""
+    t = records.table(df)
+    t = t[(t["kind"] == "weak") & (t["impl"] == "c")]
+    if "stores" not in t.columns:
+        return {int(L): "plain" for L in t["L"].unique()}
+    return {int(L): str(v) for L, v in t.groupby("L")["stores"].first().fillna("plain").items()}
+
+
+def bytes_per_update(L, stores=None):
+    """The bytes one update of a rank with L³ points moves, counted as STREAM add counts its
+    own: the cache reads each line add writes before writing it (write-allocate), so add's
+    GB/s count 24 bytes for every 32 moved. A sweep with plain stores moves 32 and counts 24,
+    as add does. A sweep with streaming stores (``stores`` "streaming", as a run recorded it;
+    None: what this process's sweeps do at L) moves 24 where add moves 32: 24 · 24 / 32 = 18
+    of add's bytes."""
     per = KERNEL.extra["bytes_per_update"]
-    if field_bytes(L) > streaming_threshold((meta or {}).get("machine") or None):
+    if (stores or stores_at(L)) == "streaming":
         return per * per / KERNEL.extra["bytes_per_update_write_allocate"]
     return per
 
 
-def stores_words(L, meta=None):
-    """What the page says of the sweep's stores at L³ points per rank and the bound that
-    follows (plain text, glued)."""
+def stores_words(L, stores, meta=None):
+    """What the page says of the sweep's stores at L³ points per rank (``stores`` as the run
+    recorded them) and the bound that follows (plain text, glued)."""
     from hpclab.chapters.jacobi.kernels import (
         NEVER,
         STREAM_L2_CAP,
@@ -97,29 +113,35 @@ def stores_words(L, meta=None):
     above = streaming_threshold((meta or {}).get("machine") or None)
     counted = (f"the {mib(above)} MiB the sweeps count on a core keeping in its cache (its "
                f"share of the last level, at most {STREAM_L2_CAP} times its L2)")
-    if field_bytes(L) > above:
+    if stores == "streaming":
         return (f"At L = {L} a rank's three fields take {size} MiB, more than {counted}, "
                 "so the sweeps write their new values past the cache (streaming stores, "
-                "which read no line first): 24 bytes move where add moves 32, and the bound "
-                f"is add's rate over {bytes_per_update(L, meta):g} of its bytes")
-    why = ("this machine does not report its caches" if above >= NEVER
-           else f"within {counted}")
-    return (f"At L = {L} a rank's three fields take {size} MiB, {why}, so the sweeps use "
-            "plain stores, which read each line first as add does, and the bound is add's "
-            f"rate over {bytes_per_update(L, meta):g} bytes")
+                "which read no line first): where the fields do not fit the cache, 24 bytes "
+                "move where add moves 32, and the bound is add's rate over "
+                f"{bytes_per_update(L, stores):g} of its bytes")
+    if above < NEVER and field_bytes(L) <= above:
+        why = f"within {counted}, so the sweeps use plain stores"
+    else:
+        why = ("and the sweeps of this run used plain stores (a build without vector stores, "
+               "a machine that does not report its caches, or a run saved before the sweeps "
+               "could stream)")
+    return (f"At L = {L} a rank's three fields take {size} MiB, {why}, which read each line "
+            "first as add does, and the bound is add's rate over "
+            f"{bytes_per_update(L, stores):g} bytes")
 
 
-def predict(df, lam, bandwidth, stream_gbs, meta=None):
+def predict(df, lam, bandwidth, stream_gbs):
     """The weak-scaling model before the measurement is looked at, per L, decomposition and
     P: T_s from the one-rank compute time at that L (``from_run``) and from the roofline
-    (bytes per update, :func:`bytes_per_update` on the run's machine ``meta``, over STREAM
+    (bytes per update, :func:`bytes_per_update` with the stores the run recorded, over STREAM
     add with one thread, ``from_roof``), T_c = 16 L² k / B + k λ with PingPong's λ and B;
     MLUP/s predicted both ways beside the measured."""
     w = wide(df)
     w = w[(w["kind"] == "weak") & (w["impl"] == "c") & (~w["overlap"])].copy()
     one = w[w["nprocs"] == 1].groupby("L")["compute"].median()
     w["T_s"] = w["L"].map(one)
-    per = w["L"].map(lambda L: bytes_per_update(int(L), meta))
+    stores = run_stores(df)
+    per = w["L"].map(lambda L: bytes_per_update(int(L), stores.get(int(L), "plain")))
     w["T_s_roof"] = per * w["L"] ** 3 / (stream_gbs[1] * 1e9)
     w["T_c"] = BYTES_PER_FACE_POINT * w["L"] ** 2 * w["k"] / bandwidth + w["k"] * lam
     cells = w["L"] ** 3 * w["nprocs"]
@@ -426,7 +448,7 @@ def _target_words(meta):
 def numbers(sweep_run, lam, bandwidth, pp_source, stream_gbs, stream_source, t5, orfeo_pp):
     """Every number the chapter's text quotes, computed (name -> value)."""
     df = records.table(sweep_run)
-    pred = predict(df, lam, bandwidth, stream_gbs, sweep_run.meta)
+    pred = predict(df, lam, bandwidth, stream_gbs)
     pmax = int(df["nprocs"].max())
     big = pred[(pred["L"] == pred["L"].max()) & (pred["nprocs"] == pmax)]
     cube = big[big["decomposition"] == "cube"].iloc[0]
@@ -434,7 +456,8 @@ def numbers(sweep_run, lam, bandwidth, pp_source, stream_gbs, stream_source, t5,
     halo_big = halo[(halo["L"] == halo["L"].max()) & (halo["nprocs"] == pmax)]
     one = pred[(pred["nprocs"] == 1)]
     L1 = one[one["L"] == one["L"].max()].iloc[0]
-    per = bytes_per_update(int(L1["L"]), sweep_run.meta)
+    stores = run_stores(df).get(int(L1["L"]), "plain")
+    per = bytes_per_update(int(L1["L"]), stores)
     o = orfeo_table(t5).set_index("nprocs")
     ib = orfeo_pp[(orfeo_pp["transport"] == "UCX (InfiniBand)")
                   & (orfeo_pp["placement"] == "internode")]
@@ -458,7 +481,7 @@ def numbers(sweep_run, lam, bandwidth, pp_source, stream_gbs, stream_source, t5,
     share = float(L1["mlups"]) / roof
     return {
         "roof_words": roof_words(share, int(L1["L"]), sweep_run.meta),
-        "stores_words": stores_words(int(L1["L"]), sweep_run.meta),
+        "stores_words": stores_words(int(L1["L"]), stores, sweep_run.meta),
         "roof_regime": bound_regime_words(df.loc[df["L"] > 0, "L"], sweep_run.meta),
         "grid_words": grid_words,
         "lam_us": lam * 1e6, "B_GBs": bandwidth / 1e9, "pp_source": pp_source,

@@ -78,7 +78,9 @@ def measure(kind, impl, nprocs, decomposition, overlap, L, N, nx, ny, nz, sweeps
         params = {"kind": kind, "decomposition": decomposition, "overlap": bool(overlap),
                   "L": L, "N": N, "nx": nx, "ny": ny, "nz": nz,
                   "grid": "x".join(map(str, grid_of(decomposition, nprocs))),
-                  "oversubscribed": nprocs > launch.usable_cores()}
+                  "oversubscribed": nprocs > launch.usable_cores(),
+                  # how the busiest rank stored its new values (the model's bytes per update)
+                  "stores": jacobi.stores(impl, sub, decomposition, (nx, ny, nz))}
         rows = records.timings(KERNEL, impl, nprocs, 1, params, times)
         return rows if sub.Get_rank() == 0 else []
 

@@ -62,8 +62,9 @@ _set_cache_budget()
 # store past it would send them to memory. The share counted is at most STREAM_L2_CAP times
 # the core's own L2: a virtual machine sees its host's whole last level (480 MiB over two
 # cores on one) but shares it with cores it does not see. Measured there, two ranks, C with
-# streaming stores over plain ones: 0.73 at L = 64 (7.5 MiB of fields per rank), 0.97 at
-# L = 96 (23 MiB), 1.31 at L = 128 (53 MiB).
+# streaming stores over plain ones: 0.73 at L = 64 (7.5 MiB of fields per rank), level at
+# L = 96 (23 MiB: 0.97, the two ranges overlapping), 1.26-1.31 at L = 128 (53 MiB); the cap
+# (16 MiB there) streams from a size where it no longer costs.
 STREAM_L2_CAP = 8
 
 
@@ -88,6 +89,19 @@ def field_bytes(L):
     """The bytes of a rank's three fields (u, unew, f) at L³ interior points: one halo layer
     all round, rows padded to whole cache lines (the sweeps' layout)."""
     return 3 * (L + 2) * (L + 2) * padded_row(L + 2) * 8
+
+
+def stores(impl, comm, decomposition, shape):
+    """How ``impl``'s sweeps on ``comm`` store their new values on the rank with the largest
+    block of a global grid of ``shape``: "streaming" (past the cache) or "plain"."""
+    from hpclab.kernels.topology import block_range
+
+    if impl == "python":  # numpy writes with plain stores
+        return "plain"
+    grid = process_grid(decomposition, comm.Get_size())
+    largest = [block_range(n, p, 0)[1] for n, p in zip(shape, grid)]
+    points = (largest[0] + 2) * (largest[1] + 2) * padded_row(largest[2] + 2)
+    return "streaming" if _jacobi.streamed(points) else "plain"
 
 
 def mib(nbytes):

@@ -14,7 +14,9 @@
  *   round, each row padded to whole cache lines with its first interior point on a line
  *   (hpclab_jacobi_topo); at the global boundary the halo holds u = 0 and is never written. One lattice
  *   update reads u at seven points (six from cache when the planes fit) and f, and writes
- *   unew: 24 bytes from memory per update, 32 with write-allocate. The fields ask for
+ *   unew: 24 bytes from memory per update, 32 when a plain store first reads the line it
+ *   writes (write-allocate); a rank whose fields pass hpclab_jacobi_set_streaming's
+ *   threshold stores past the cache instead (jacobi_simd.h) and moves the 24. The fields ask for
  *   transparent huge pages (madvise, where the kernel allows it): on 4 KiB pages the sweep
  *   ran 9-30% slower in paired runs of one core (TLB misses). Devito's allocator does not ask
  *   for them: where the machine gives huge pages only when asked, the bench says so beside
