@@ -52,6 +52,7 @@ cdef extern from "jacobi_simd.h" nogil:
     hpclab_vd hpclab_vmul(hpclab_vd a, hpclab_vd b)
     void hpclab_vstream(double *p, hpclab_vd v)
     void hpclab_vfence()
+    void hpclab_vprefetch(const double *p)
     long hpclab_vpeel(const double *p)
 
 DECOMPOSITIONS = ("slab", "pencil", "cube")
@@ -196,6 +197,8 @@ cdef void _update(hpclab_topo *t, double *u, double *f, double *unew, double *w,
                         k += 1
                     while k + HPCLAB_VW - 1 <= k1:
                         p = &u[row + <size_t>k]
+                        hpclab_vprefetch(p + sx)
+                        hpclab_vprefetch(&f[row + <size_t>k])
                         s = hpclab_vadd(hpclab_vadd(
                             hpclab_vadd(hpclab_vmul(v0, hpclab_vadd(hpclab_vload(p - sx),
                                                                     hpclab_vload(p + sx))),

@@ -193,6 +193,8 @@ static void update(const hpclab_topo *t, const double *restrict u, const double 
                     }
                     for (; k + HPCLAB_VW - 1 <= k1; k += HPCLAB_VW) {
                         const double *c = u + row + (size_t)k;
+                        hpclab_vprefetch(c + sx);
+                        hpclab_vprefetch(f + row + (size_t)k);
                         const hpclab_vd x = hpclab_vmul(v0, hpclab_vadd(hpclab_vload(c - sx),
                                                                         hpclab_vload(c + sx)));
                         const hpclab_vd y = hpclab_vmul(v1, hpclab_vadd(hpclab_vload(c - sy),

@@ -58,6 +58,21 @@ static inline hpclab_vd hpclab_vmul(hpclab_vd a, hpclab_vd b) { return a * b; }
 static inline void hpclab_vstream(double *p, hpclab_vd v) { *p = v; }
 #endif
 
+/* Ask for the line holding p[HPCLAB_AHEAD] (a load of the next plane of u, or of f, that a
+ * streamed sweep reads from memory): the hardware prefetcher follows these streams too, but
+ * alongside the stores past the cache and the planes read from L2 it fell behind. One rank
+ * here, L = 128, C with it over the same loop without it (the Cython sweep then): 1.05 to
+ * 1.13 at distances of 32 to 256 doubles, alike within the noise. */
+#define HPCLAB_AHEAD 128
+static inline void hpclab_vprefetch(const double *p)
+{
+#if defined(__GNUC__)
+    __builtin_prefetch(p + HPCLAB_AHEAD, 0, 3);
+#else
+    (void)p;
+#endif
+}
+
 /* the streaming stores before it are visible to every later load, of any process */
 static inline void hpclab_vfence(void)
 {
