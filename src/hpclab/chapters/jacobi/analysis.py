@@ -68,11 +68,11 @@ def wide(df):
 
 
 def stores_at(L):
-    """How this process's C and Cython sweeps store their new values at L³ points per rank:
-    "streaming" (past the cache, kernels.streaming_threshold) or "plain"."""
-    from hpclab.chapters.jacobi.kernels import _jacobi, field_bytes
+    """How this process's sweeps store at L³ points per rank (kernels.stores_at; for the
+    lab, which predicts before it measures)."""
+    from hpclab.chapters.jacobi.kernels import stores_at as at
 
-    return "streaming" if _jacobi.streamed(field_bytes(L) // 24) else "plain"
+    return at(L)
 
 
 def run_stores(df):
@@ -331,8 +331,10 @@ def roof_words(share, L, meta):
     """What the page says of the one-rank compute phase against the memory bound: whether
     that bound applies at all (arrays in the last-level cache), is passed (the two were not
     measured side by side), is reached (within 5%), or what keeps one core from it."""
+    from hpclab.chapters.jacobi.kernels import field_bytes
+
     largest = _largest_cache(meta)
-    arrays = _array_bytes(L)
+    arrays = field_bytes(L)
     if arrays <= largest:
         return (f"Its three arrays, {arrays / 2**20:.1f} MiB, fit in the {largest / 2**20:.0f} "
                 "MiB cache, so the memory bound does not apply at this size.")
@@ -407,20 +409,16 @@ def _largest_cache(meta):
     return max((c["size_bytes"] for c in caches), default=0)
 
 
-def _array_bytes(L):
-    """The bytes of one rank's three arrays (u, u_new, f with their halos and padded rows)
-    at L."""
-    return 3 * (L + 2) ** 2 * padded_row(L + 2) * 8
-
-
 def bound_regime_words(sizes, meta):
     """The regime the one-core memory bound holds in, from the run's sizes and caches: it
     bounds sweeps whose arrays do not fit in the largest cache; sizes that fit run from the
     cache and may pass it."""
+    from hpclab.chapters.jacobi.kernels import field_bytes
+
     largest = _largest_cache(meta)
     sizes = sorted({int(L) for L in sizes})
-    inside = [L for L in sizes if _array_bytes(L) <= largest]
-    beyond = [L for L in sizes if _array_bytes(L) > largest]
+    inside = [L for L in sizes if field_bytes(L) <= largest]
+    beyond = [L for L in sizes if field_bytes(L) > largest]
     cache = f"the {largest / 2**20:.0f} MiB cache" if largest else "the cache"
     if not inside:
         return f"a bound for arrays beyond {cache}, as at every L measured here"

@@ -104,6 +104,12 @@ def stores(impl, comm, decomposition, shape):
     return "streaming" if _jacobi.streamed(points) else "plain"
 
 
+def stores_at(L):
+    """How this process's C and Cython sweeps store their new values at L³ points per rank:
+    "streaming" (past the cache, :func:`streaming_threshold`) or "plain"."""
+    return "streaming" if _jacobi.streamed(field_bytes(L) // 24) else "plain"
+
+
 def mib(nbytes):
     """Bytes as MiB in words: whole MiB from 10 on, two significant digits below."""
     x = nbytes / 2**20

@@ -166,9 +166,6 @@ def _sweep_mlups(comm, impl, local, sweeps, cache, streaming=None):
     return float(np.prod(local)) / float(np.min(t[1])) / 1e6
 
 
-NEVER = 2**64 - 1  # a streaming threshold no field passes
-
-
 def flat_side(budget, step=256):
     """The side of the planes the bench blocks: the smallest multiple of ``step`` whose three
     planes of u hold at least four times the cache budget, twice a core's share of the last
@@ -186,7 +183,7 @@ def _ours(L, sweeps=10):
     GB/s per rank (its slowest rank's time) on arrays as large as one rank's field."""
     from mpi4py import MPI
 
-    from hpclab.chapters.jacobi.kernels import _jacobi
+    from hpclab.chapters.jacobi.kernels import NEVER, _jacobi
     from hpclab.chapters.stream import kernels as stream
 
     comm = MPI.COMM_WORLD
@@ -297,7 +294,9 @@ def _run_size(args, L, ranks, bind):
     def ratio(a, b):
         return np.median([o[a] / o[b] for o in rounds])
 
-    streamed = _streamed(L)
+    from hpclab.chapters.jacobi.kernels import stores_at
+
+    streamed = stores_at(L) == "streaming"
     roof = "roof18" if streamed else "roof24"
     print(f"stores: {_streaming_words(L)}; the roof of the sweep's stores: {roof}")
     print(f"C / {roof} = {ratio('c', roof):.3f}, C with plain stores / roof24 = "
@@ -322,13 +321,6 @@ def _run_size(args, L, ranks, bind):
 
     return {f"{a}/{b} L={L}": compare_rounds(rounds, a, b, "MLUP/s per rank", False)
             for a, b in pairs}
-
-
-def _streamed(L):
-    """Whether a rank of L³ points streams its stores in this process (as in the ranks')."""
-    from hpclab.chapters.jacobi.kernels import _jacobi, field_bytes
-
-    return _jacobi.streamed(field_bytes(L) // 24)
 
 
 def _streaming_words(L):
