@@ -126,16 +126,20 @@ def test_json_holds_one_kernels_comparisons_or_every_kernels(tmp_path, monkeypat
     assert "NaN" not in one.read_text()
 
 
-def test_a_real_bench_writes_its_comparisons(tmp_path):
+@pytest.mark.parametrize("pages", [[], ["--small-pages"]])
+def test_a_real_bench_writes_its_comparisons(tmp_path, pages):
     """The Amdahl bench on one rank and a small array, one round: what it prints as ratios is
-    in the file, each with its four fields (the numbers themselves are not checked)."""
+    in the file, each with its four fields (the numbers themselves are not checked), and it
+    says which pages both sides asked for."""
     import json
 
     out = tmp_path / "amdahl.json"
     r = subprocess.run([sys.executable, "-m", "hpclab.bench", "amdahl", "--rounds", "1",
-                        "--shape", "40x20x10", "--ranks", "1", "--json", str(out)],
+                        "--shape", "40x20x10", "--ranks", "1", "--json", str(out), *pages],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
+    said = "pages: 4 KiB (both sides)" if pages else "pages: huge pages asked (both sides)"
+    assert said in r.stdout, r.stdout[-2000:]
     found = json.loads(out.read_text())
     assert set(found) == {"c/stream_add shape=40x20x10", "cython/c shape=40x20x10"}
     for value in found.values():
