@@ -9,6 +9,7 @@ import pytest
 
 from hpclab import bench
 from hpclab.kernels import registry
+from hpclab.kernels.topology import padded_row
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -175,6 +176,17 @@ def test_the_jacobi_bench_sets_devito_beside_ours_or_says_how_to_get_it(tmp_path
     side = jb.flat_side(2**20)
     assert side % 256 == 0 and 3 * (side + 2) ** 2 * 8 >= 4 * 2**20 > 3 * (side - 254) ** 2 * 8
     assert jb.flat_side(0) == 0
+    # the planes asked for, or as many as the ranks' fields allow in half the memory
+    # (4608 x 4608 here once asked 9 GiB per rank of 23.5 GiB on two ranks, and failed)
+    from hpclab import machine
+
+    plane = 3 * 8 * 4611 * padded_row(4611)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(machine, "memory_bytes", lambda: 2 * 2 * 13 * plane)
+        assert jb.flat_planes(4608, 2, 16) == 10 and jb.flat_planes(4608, 2, 8) == 8
+        assert jb.flat_planes(4608, 8, 16) < jb.FLAT_LEAST
+        mp.setattr(machine, "memory_bytes", lambda: None)
+        assert jb.flat_planes(4608, 2, 16) == 16
     if importlib.util.find_spec("devito") is None:
         assert jb.DEVITO_HINT in r.stdout and not any("devito" in k for k in found)
     else:

@@ -166,6 +166,23 @@ def _sweep_mlups(comm, impl, local, sweeps, cache, streaming=None):
     return float(np.prod(local)) / float(np.min(t[1])) / 1e6
 
 
+FLAT_LEAST = 4  # planes per rank, at the least, where memory cuts the planes asked for
+
+
+def flat_planes(L, ranks, asked):
+    """The planes of L x L points per rank the flat sweeps run: ``asked``, or fewer where
+    the ranks' fields would take more than half of this machine's memory (the kernels'
+    own limit, whose count of a block's points this follows)."""
+    from hpclab import machine
+    from hpclab.kernels.topology import padded_row
+
+    have = machine.memory_bytes()
+    if not have:
+        return asked
+    plane = 3 * 8 * (L + 3) * padded_row(L + 3)  # the three fields, one plane each
+    return max(0, min(asked, int(have / 2 / ranks // plane) - 3))
+
+
 def flat_side(budget, step=256):
     """The side of the planes the bench blocks: the smallest multiple of ``step`` whose three
     planes of u hold at least four times the cache budget, twice a core's share of the last
@@ -235,10 +252,21 @@ def _run_flat(args, ranks, bind):
     from hpclab.bench import compare_rounds, rounds as bench_rounds, spread, table
     from hpclab.chapters.jacobi.kernels import _jacobi
 
-    L, nx = args.flat_side or flat_side(_jacobi.cache()), args.flat_planes
+    L = args.flat_side or flat_side(_jacobi.cache())
     if not L:
         print("\nno cache budget on this machine: no blocked sweep to compare")
         return {}
+    nx = flat_planes(L, ranks, args.flat_planes)
+    least = min(FLAT_LEAST, args.flat_planes)
+    if nx < least:
+        print(f"\nplanes of {L} x {L} points (beyond the cache budget of "
+              f"{_jacobi.cache() / 2**20:.1f} MiB): fewer than {least} per rank fit in "
+              f"half of this machine's memory on {ranks} ranks, so no blocked sweep to compare "
+              "(--flat-side: narrower planes)")
+        return {}
+    if nx < args.flat_planes:
+        print(f"\n{args.flat_planes} planes per rank asked; {nx} fit in half of this "
+              f"machine's memory on {ranks} ranks")
     print(f"\nranks: {ranks}; {nx} planes of {L} x {L} points per rank (three planes: "
           f"{3 * (L + 2) ** 2 * 8 / 2**20:.0f} MiB, the budget "
           f"{_jacobi.cache() / 2**20:.1f} MiB; blocks of "
