@@ -158,3 +158,77 @@ def test_a_gain_over_order_4_is_claimed_only_where_the_runs_ranges_part():
                      (row(8, 1.0, 0.0, runs=1), row(4, 5.0, 0.0, runs=1))):
         one = exp.versus_order4(best, o4)
         assert "was the cheaper" not in one and "no range" in one, one
+
+
+@pytest.fixture
+def streaming_always():
+    """Every C run streams its output (threshold 0), as a rank beyond the cache does."""
+    before = stencil._stencil.streaming()
+    stencil._stencil.set_streaming(0)
+    yield
+    stencil._stencil.set_streaming(before)
+
+
+@pytest.mark.skipif(not stencil._stencil.VECTOR_DOUBLES, reason="this build has no vector "
+                    "stores, so the kernel never streams")
+@pytest.mark.parametrize("blocks", [(0, 0), (3, 2)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_streamed_outputs_check_themselves_at_every_order_and_operator(streaming_always,
+                                                                        blocks, threads):
+    # 29 points on axis 1: whole groups of 8, 4 or 2 and a tail; orders from 14 on stream
+    # through the passes' copy, below through the vector row
+    assert stencil._stencil.streamed(1, 1)
+    for order in range(2, 17, 2):
+        for operator in exp.OPERATORS:
+            t = stencil.run_c(SELF, operator=operator, order=order, n1=29, n2=9, n3=8,
+                              block3=blocks[0], block2=blocks[1], threads=threads,
+                              applications=1, repetitions=1)
+            assert np.all(np.isfinite(t)) and t[3, 0] < 1e-2, (order, operator)
+
+
+def test_the_streaming_threshold_is_the_machines_and_never_without_caches():
+    from hpclab import machine
+
+    described = {"logical_cpus": 2, "physical_cores": 2, "caches": [
+        {"level": 2, "type": "Unified", "size_bytes": 2 << 20, "shared_by_cpus": 1},
+        {"level": 3, "type": "Unified", "size_bytes": 480 << 20, "shared_by_cpus": 2}]}
+    expect = 16 << 20 if stencil._stencil.VECTOR_DOUBLES else stencil.NEVER
+    assert stencil.streaming_threshold(described) == expect
+    assert machine.streaming_threshold_bytes(described) == min(240 << 20,
+                                                               machine.STREAM_L2_CAP * 2 << 20)
+    assert stencil.streaming_threshold({"logical_cpus": 2, "physical_cores": 2,
+                                        "caches": []}) == stencil.NEVER
+    # two arrays of 2^20 doubles are 16 MiB: one thread streams above 8 MiB, two above 16
+    before = stencil._stencil.streaming()
+    try:
+        stencil._stencil.set_streaming(8 << 20)
+        assert stencil._stencil.streamed(2**20, 1) == bool(stencil._stencil.VECTOR_DOUBLES)
+        assert not stencil._stencil.streamed(2**20, 2)
+    finally:
+        stencil._stencil.set_streaming(before)
+
+
+def test_the_roof_and_the_minimum_bandwidth_follow_the_stores_a_run_made():
+    """A run that streamed its output is held to 16 bytes a point, one that stored plainly
+    (or whose records do not say) to 24: the page's bound and words, and the rates table."""
+    import pandas as pd
+
+    def records(stores):
+        rows = [{"kind": "derivative", "metric": "apply", "impl": "c", "operator": "laplacian",
+                 "order": 8, "n": 200, "blocked": False, "block3": 0, "block2": 0,
+                 "nprocs": 1, "value": 0.1, "stores": stores}]
+        df = pd.DataFrame(rows)
+        return df.drop(columns="stores") if stores is None else df
+
+    stream = ({1: 12.0}, "a test")
+    plain = exp.roofline_mlups({1: 12.0})[1]
+    assert exp.roofline_mlups({1: 12.0}, stores="streaming")[1] == pytest.approx(1.5 * plain)
+    for stores, per in (("streaming", 16), ("plain", 24), (None, 24)):
+        r = exp.rates(records(stores))
+        assert r["gbs_minimum"].iloc[0] == pytest.approx(per * 200**3 / 0.1 / 1e9)
+        assert r["stores"].iloc[0] == (stores or "plain")
+        df = records(stores)
+        nums = exp.roof(df, {}, 1, stream)
+        assert nums["roof_bound"] == pytest.approx(plain * 24 / per)
+        assert f"at {per} bytes a point" in nums["roof_words"], nums["roof_words"]
+        assert exp.STORES_WORDS[stores or "plain"] in nums["roof_words"]

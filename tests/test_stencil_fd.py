@@ -90,6 +90,11 @@ def test_the_counts_are_hpcscans_and_agree_with_its_published_laplacian():
     gpts_flops = 390 / fd.flops_per_point("laplacian", 12)
     assert abs(gpts_bytes / gpts_flops - 1) < 0.01
     assert fd.bytes_per_point("laplacian", 8, counted="minimum") == 24
+    # past the cache, w's line is not read before it is written: u and w once
+    assert fd.bytes_per_point("laplacian", 8, counted="minimum", stores="streaming") == 16
+    assert fd.bytes_per_point("laplacian", 8, stores="streaming") == 26 * 8  # hpcscan's count
+    with pytest.raises(ValueError, match="'plain' or 'streaming'"):
+        fd.bytes_per_point(1, 8, counted="minimum", stores="nontemporal")
     with pytest.raises(ValueError, match="'hpcscan' or 'minimum'"):
         fd.bytes_per_point(1, 8, counted="all")
 

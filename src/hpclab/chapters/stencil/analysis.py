@@ -85,9 +85,15 @@ def rates(df, kind="derivative"):
     """Median seconds per application and the rates of report 003 per (impl, operator,
     order, n, blocked): MLUP/s (mega-points per second), GFlop/s and GB/s as hpcscan counts
     them (every stencil point loaded, the result stored, 8-byte words), and GB/s counted as
-    memory must move it at least (u and w once, write-allocate: 24 bytes a point)."""
+    memory must move it at least (u and w once: 24 bytes a point with plain stores, which
+    first read the line they write; 16 where the run streamed its stores past the cache,
+    ``stores``, plain where records do not say)."""
     d = df[(df["kind"] == kind) & (df["metric"] == "apply")]
-    keys = ["impl", "operator", "order", "n", "blocked", "block3", "block2", "nprocs"]
+    if "stores" not in d.columns:
+        d = d.assign(stores="plain")
+    d = d.assign(stores=d["stores"].fillna("plain"))
+    keys = ["impl", "operator", "order", "n", "blocked", "block3", "block2", "nprocs",
+            "stores"]
     out = d.groupby(keys)["value"].median().rename("seconds").reset_index()
     points = out["n"].astype(float) ** 3
     out["mlups"] = points / out["seconds"] / 1e6
@@ -96,8 +102,8 @@ def rates(df, kind="derivative"):
         * points / out["seconds"] / 1e9
     out["gbs_hpcscan"] = [fd.bytes_per_point(o, k) for o, k in zip(op, out["order"])] \
         * points / out["seconds"] / 1e9
-    out["gbs_minimum"] = [fd.bytes_per_point(o, k, counted="minimum") for o, k in
-                          zip(op, out["order"])] * points / out["seconds"] / 1e9
+    out["gbs_minimum"] = [fd.bytes_per_point(o, k, counted="minimum", stores=st) for o, k, st
+                          in zip(op, out["order"], out["stores"])] * points / out["seconds"] / 1e9
     return out
 
 
@@ -167,12 +173,22 @@ def words_list(words):
     return "\n".join(f"* **{label}**: {text}" for label, text in words.items())
 
 
-def roofline_mlups(stream_gbs, operator="laplacian", order=8):
+# how a run stored its output, in the words of the page
+STORES_WORDS = {
+    "plain": "with plain stores (each first reads the line it writes: u read, w read and "
+             "written)",
+    "streaming": "past the cache (streaming stores: u read, w written without reading it), "
+                 "as it does where its arrays exceed its share of the cache",
+}
+
+
+def roofline_mlups(stream_gbs, operator="laplacian", order=8, stores="plain"):
     """The rate memory allows at STREAM add's bandwidth (GB/s, as STREAM counts it: 24 bytes
-    an element) if each point of u is read once and w written once with its write-allocate
-    read: {threads: MLUP/s}. A bound in the regime where the planes the stencil reads stay in
-    cache; where they do not, the traffic grows and the rate falls below it."""
-    per = fd.bytes_per_point(operator, order, counted="minimum")
+    an element) if each point of u is read once and w written once (``stores``: "plain",
+    with the read of its line first; "streaming", past the cache): {threads: MLUP/s}. A
+    bound in the regime where the planes the stencil reads stay in cache; where they do not,
+    the traffic grows and the rate falls below it."""
+    per = fd.bytes_per_point(operator, order, counted="minimum", stores=stores)
     # add moves 32 bytes an element with write-allocate, of which STREAM counts 24
     return {t: gbs * 1e9 * 32 / 24 / per / 1e6 for t, gbs in stream_gbs.items()}
 
@@ -312,7 +328,7 @@ def rates_display(df):
     r["blocks"] = [f"{int(a)}x{int(b)}" if blocked else "none"
                    for a, b, blocked in zip(r["block3"], r["block2"], r["blocked"])]
     cols = ["mlups", "gflops", "gbs_hpcscan", "gbs_minimum"]
-    return r.set_index(["impl", "order", "blocks"])[cols].round(1).rename(columns={
+    return r.set_index(["impl", "order", "blocks", "stores"])[cols].round(1).rename(columns={
         "mlups": "MLUP/s", "gflops": "GFlop/s", "gbs_hpcscan": "GB/s (hpcscan)",
         "gbs_minimum": "GB/s (minimum)"})
 
@@ -333,6 +349,54 @@ def propagator_display(df):
         columns={"error": "error (max over steps)", "seconds": "seconds (steps x step)"})
 
 
+def _c_order8(r):
+    """The C order-8 Laplacian's baseline rows of a rates table: the page's example."""
+    return r[(r["impl"] == "c") & (r["operator"] == "laplacian") & (r["order"] == 8)
+             & (~r["blocked"].astype(bool))]
+
+
+def roof(df, meta, ranks, stream=None):
+    """The page's roofline at STREAM add's bandwidth for ``ranks`` and the C order-8
+    Laplacian's rate against it, for the stores that run made: {"roof_bound": MLUP/s,
+    "roof_words": words}. ``stream`` as for :func:`numbers`."""
+    from hpclab import machine
+
+    out = {}
+    if stream is None:
+        from hpclab.chapters.stream.analysis import add_bandwidth
+
+        stream = add_bandwidth()
+    gbs, source = stream
+    threads = max(t for t in gbs if t <= ranks) if any(t <= ranks for t in gbs) else min(gbs)
+    one = _c_order8(rates(df))
+    n = int(one["n"].iloc[0])
+    got = float(one["mlups"].iloc[0])
+    # the bound of the stores the run made: past the cache, w's lines are not read first
+    stores = str(one["stores"].iloc[0])
+    per = fd.bytes_per_point("laplacian", 8, counted="minimum", stores=stores)
+    bound = roofline_mlups({threads: gbs[threads]}, stores=stores)[threads]
+    out["roof_bound"] = bound
+    per_rank = 2 * 8 * (n / ranks + 8) * (n + 8) ** 2
+    llc = machine.last_level_share_bytes(meta.get("machine")) if meta.get("machine") else None
+    fits = llc is not None and per_rank <= llc * 2
+    arrays = f"its two arrays ({per_rank / 2**20:.1f} MiB per rank)"
+    if fits:
+        verdict = f"a bound that does not hold here: {arrays} fit in the caches"
+    elif got > bound:
+        verdict = (f"above a bound that {arrays}, beyond the cache, should not pass: the "
+                   "STREAM measurement is the thing to check")
+    else:
+        verdict = f"under it, as memory bounds it: {arrays} are beyond the cache"
+    out["roof_words"] = (
+        f"From {source}, STREAM add moves {gbs[threads]:.1f} GB/s with {threads} thread(s). "
+        f"The C kernel stored its output {STORES_WORDS[stores]}: at {per} bytes a point "
+        f"that allows {bound:,.0f} MLUP/s, a bound while the planes a point reads stay in "
+        f"cache. The C order-8 Laplacian ran at {got:,.0f} MLUP/s on "
+        f"{n}³ points, {got / bound:.2g} times the bound, {verdict}.")
+
+    return out
+
+
 def numbers(measured, conv, stream=None):
     """The page's computed numbers and words, {name: value} for glue. ``stream``: STREAM add
     GB/s per thread count and where it came from (default: the declared input, measured when
@@ -348,36 +412,8 @@ def numbers(measured, conv, stream=None):
     ranks = int(d["nprocs"].max())
     out["rates_ranks"] = ranks
 
-    # the roofline at STREAM add's bandwidth for the ranks of the rates
-    if stream is None:
-        from hpclab.chapters.stream.analysis import add_bandwidth
-
-        stream = add_bandwidth()
-    gbs, source = stream
-    threads = max(t for t in gbs if t <= ranks) if any(t <= ranks for t in gbs) else min(gbs)
-    bound = roofline_mlups({threads: gbs[threads]})[threads]
-    out["roof_bound"] = bound
-    r = rates(df)
-    one = r[(r["impl"] == "c") & (r["operator"] == "laplacian") & (r["order"] == 8)
-            & (~r["blocked"].astype(bool))]
-    n = int(one["n"].iloc[0])
-    got = float(one["mlups"].iloc[0])
-    per_rank = 2 * 8 * (n / ranks + 8) * (n + 8) ** 2
-    llc = machine.last_level_share_bytes(meta.get("machine")) if meta.get("machine") else None
-    fits = llc is not None and per_rank <= llc * 2
-    arrays = f"its two arrays ({per_rank / 2**20:.1f} MiB per rank)"
-    if fits:
-        verdict = f"a bound that does not hold here: {arrays} fit in the caches"
-    elif got > bound:
-        verdict = (f"above a bound that {arrays}, beyond the cache, should not pass: the "
-                   "STREAM measurement is the thing to check")
-    else:
-        verdict = f"under it, as memory bounds it: {arrays} are beyond the cache"
-    out["roof_words"] = (
-        f"From {source}, STREAM add moves {gbs[threads]:.1f} GB/s with {threads} thread(s). "
-        f"At 24 bytes a point that allows {bound:,.0f} MLUP/s, a bound while the planes a "
-        f"point reads stay in cache. The C order-8 Laplacian ran at {got:,.0f} MLUP/s on "
-        f"{n}³ points, {got / bound:.2g} times the bound, {verdict}.")
+    out.update(roof(df, meta, ranks, stream))
+    n = int(_c_order8(rates(df))["n"].iloc[0])
 
     # report 003's order-12 Laplacian in the minimum count (single precision: 4-byte words)
     fd2 = reference.load("shaheen_hpcscan_fd_d2").set_index(["mode", "quantity"])["value"]

@@ -426,6 +426,23 @@ def laplacian_timing(engines, kernel, nprocs, n, order, blocks, repetitions=5, t
     return next(r for r in per_rank if r is not None)
 
 
+def _stores_on_rank(nprocs, n, order):
+    from hpclab.chapters.stencil import kernels as stencil
+
+    return stencil.stores("c", nprocs, n, order, 1)
+
+
+def c_stores(engines, nprocs, n, order, timeout=60):
+    """How the chapter's C kernel stores the Laplacian's output in :func:`laplacian_timing`
+    on ``nprocs`` ranks of an n³ grid: "streaming" (past the cache, 16 bytes a point) or
+    "plain" (24), as the engines' build and machine decide."""
+    from hpclab import exercises
+
+    nprocs = exercises.timed_ranks(engines, nprocs)
+    return engines.run(_stores_on_rank, nprocs, int(n), int(order), timeout=timeout,
+                       what="how the C kernel stores")[0]
+
+
 def _propagator_on_rank(nprocs, configurations, repetitions):
     from mpi4py import MPI
 

@@ -137,17 +137,20 @@ def stencil_points(operator, order):
     raise ValueError(f"operator {operator!r}: an axis 1, 2 or 3, or 'laplacian'")
 
 
-def bytes_per_point(operator, order, word=8, counted="hpcscan"):
+def bytes_per_point(operator, order, word=8, counted="hpcscan", stores="plain"):
     """Bytes per output point. ``counted="hpcscan"``: every stencil point loaded and the
     result stored, as hpcscan's GByte/s counts them (so blocked kernels run "above" memory
     bandwidth); ``"minimum"``: each input point read from memory once and the output
-    written, plus the write-allocate read of its line (3 words), the least any kernel
-    that keeps its neighbours in cache can move."""
+    written, the least any kernel that keeps its neighbours in cache can move: with
+    ``stores="plain"`` a store first reads the line it writes (write-allocate: 3 words),
+    with ``"streaming"`` it writes past the cache without reading it (2 words)."""
+    if stores not in ("plain", "streaming"):
+        raise ValueError(f"stores={stores!r}: 'plain' or 'streaming'")
     if counted == "hpcscan":
         return (stencil_points(operator, order) + 1) * word
     if counted == "minimum":
         stencil_points(operator, order)  # checks the arguments
-        return 3 * word
+        return (3 if stores == "plain" else 2) * word
     raise ValueError(f"counted={counted!r}: 'hpcscan' or 'minimum'")
 
 

@@ -112,7 +112,9 @@ def measure(kind, impl, nprocs, operator, order, n, block3, block2, threads, app
                   "blocked": bool(block3), "block3": block3, "block2": block2,
                   "grid": f"{p1}x{p2}x{p3}", "mode": mode, "periods": periods,
                   "dt_fraction": dt_fraction,
-                  "oversubscribed": nprocs * threads > launch.usable_cores()}
+                  "oversubscribed": nprocs * threads > launch.usable_cores(),
+                  # how the busiest rank stored the output (the model's bytes per point)
+                  "stores": stencil.stores(impl, nprocs, n, order, threads, kind)}
         if kind == "propagator":
             times = stencil.propagate(sub, order=order, n=n, mode=mode, periods=periods,
                                       dt_fraction=dt_fraction, block3=block3, block2=block2,

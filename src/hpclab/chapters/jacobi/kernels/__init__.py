@@ -18,6 +18,7 @@ serial sweep.
 """
 import numpy as np
 
+from hpclab import machine
 from hpclab.chapters.jacobi.declaration import DECOMPOSITIONS, KERNEL
 from hpclab.kernels import KernelError, check_isa_match, check_mpi_match
 from hpclab.kernels.api import build, check_comm
@@ -43,8 +44,6 @@ CACHE_SHARE = 0.5
 def cache_budget(described=None):
     """The bytes the three planes of u may fill on this machine (or a described one), 0 when
     it does not report its caches (no blocking)."""
-    from hpclab import machine
-
     share = machine.last_level_share_bytes(described)
     return int(share * CACHE_SHARE) if share else 0
 
@@ -55,31 +54,18 @@ def _set_cache_budget():
 
 _set_cache_budget()
 
-# Streaming stores (jacobi_simd.h): a rank whose three fields take more than one core's share
-# of the last-level cache writes its new values past the cache: they would not stay there
-# until the next sweep reads them, and a plain store first reads each line it writes (32
-# bytes from memory per update instead of 24). Fields that fit stay in the cache, where a
-# store past it would send them to memory. The share counted is at most STREAM_L2_CAP times
-# the core's own L2: a virtual machine sees its host's whole last level (480 MiB over two
-# cores on one) but shares it with cores it does not see. Measured there, two ranks, C with
-# streaming stores over plain ones: 0.73 at L = 64 (7.5 MiB of fields per rank), level at
-# L = 96 (23 MiB: 0.97, the two ranges overlapping), 1.26-1.31 at L = 128 (53 MiB); the cap
-# (16 MiB there) streams from a size where it no longer costs.
-STREAM_L2_CAP = 8
+# Streaming stores (hpclab_simd.h): a rank whose three fields take more than one core's share
+# of the last-level cache (machine.streaming_threshold_bytes: at most STREAM_L2_CAP times its
+# L2) writes its new values past the cache: 24 bytes from memory per update instead of 32.
+STREAM_L2_CAP = machine.STREAM_L2_CAP
 
 
 def streaming_threshold(described=None):
     """The bytes of a rank's three fields above which the sweeps stream their stores, on this
-    machine (or a described one): a core's share of the last-level cache, at most
-    STREAM_L2_CAP times its L2; NEVER when the machine does not report its caches or the
-    build has no vector stores."""
-    from hpclab import machine
-
-    share = machine.last_level_share_bytes(described)
-    if not share or not _jacobi.VECTOR_DOUBLES:
-        return NEVER
-    l2 = machine.cache_bytes(2, described)
-    return int(min(share, STREAM_L2_CAP * l2) if l2 else share)
+    machine (or a described one): machine.streaming_threshold_bytes; NEVER when the machine
+    does not report its caches or the build has no vector stores."""
+    above = machine.streaming_threshold_bytes(described)
+    return NEVER if above is None or not _jacobi.VECTOR_DOUBLES else above
 
 
 NEVER = 2**64 - 1  # a threshold no field passes

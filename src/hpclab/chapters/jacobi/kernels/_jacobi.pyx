@@ -40,8 +40,8 @@ cdef extern from "jacobi.h" nogil:
     size_t hpclab_jacobi_streaming()
     int hpclab_jacobi_streamed(size_t points)
 
-# vector loads and streaming stores (see jacobi_simd.h): a group of HPCLAB_VW doubles
-cdef extern from "jacobi_simd.h" nogil:
+# vector loads and streaming stores (see hpclab_simd.h): a group of HPCLAB_VW doubles
+cdef extern from "hpclab_simd.h" nogil:
     enum:
         HPCLAB_VW
     ctypedef struct hpclab_vd:

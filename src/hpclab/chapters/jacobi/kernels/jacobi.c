@@ -16,7 +16,7 @@
  *   update reads u at seven points (six from cache when the planes fit) and f, and writes
  *   unew: 24 bytes from memory per update, 32 when a plain store first reads the line it
  *   writes (write-allocate); a rank whose fields pass hpclab_jacobi_set_streaming's
- *   threshold stores past the cache instead (jacobi_simd.h) and moves the 24. The fields ask for
+ *   threshold stores past the cache instead (hpclab_simd.h) and moves the 24. The fields ask for
  *   transparent huge pages (madvise, where the kernel allows it): on 4 KiB pages the sweep
  *   ran 9-30% slower in paired runs of one core (TLB misses). Devito's allocator does not ask
  *   for them: where the machine gives huge pages only when asked, the bench says so beside
@@ -24,7 +24,7 @@
  */
 #include "jacobi.h"
 #include "hpclab_common.h"
-#include "jacobi_simd.h"
+#include "hpclab_simd.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -157,7 +157,7 @@ long hpclab_jacobi_block_rows(size_t budget, long ny, long nz)
 
 /* unew = (sum of w * neighbours + f) / diag on the box [i0, i1] x [j0, j1] x [k0, k1],
  * in blocks of j rows (hpclab_jacobi_block_rows): each block through every plane i.
- * stream: the new values go past the cache (jacobi_simd.h) in groups of HPCLAB_VW, each
+ * stream: the new values go past the cache (hpclab_simd.h) in groups of HPCLAB_VW, each
  * row's first points up to a group boundary and its last ones after the last whole group
  * with plain stores */
 static void update(const hpclab_topo *t, const double *restrict u, const double *restrict f,

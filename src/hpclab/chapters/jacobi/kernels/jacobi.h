@@ -94,7 +94,7 @@ long hpclab_jacobi_block_rows(size_t budget, long ny, long nz);
 
 /*
  * Streaming stores: a rank whose three fields (u, unew, f with halo and padding) take more
- * than `above` bytes writes its new values past the cache (jacobi_simd.h), 24 bytes from
+ * than `above` bytes writes its new values past the cache (hpclab_simd.h), 24 bytes from
  * memory per update instead of 32 (no line read before it is written); fields that fit
  * stay in the cache for the next sweep. SIZE_MAX (the default): never. The streams pass
  * (hpclab_jacobi_streams) follows the same rule on its arrays. Set once per process (the

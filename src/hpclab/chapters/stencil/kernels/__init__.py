@@ -31,6 +31,36 @@ IMPLEMENTATIONS = KERNEL.implementations
 _RAW = {"c": _stencil.run_c, "cython": _stencil.run_cython}
 weights = _stencil.weights
 
+NEVER = 2**64 - 1  # a threshold no rank's arrays pass
+
+
+def streaming_threshold(described=None):
+    """The bytes of a rank's two arrays per thread above which the C kernel stores the
+    operator's output past the cache, on this machine (or a described one):
+    machine.streaming_threshold_bytes; NEVER when the machine does not report its caches or
+    the build has no vector stores. The wave's step reads w, so it never streams."""
+    from hpclab import machine
+
+    above = machine.streaming_threshold_bytes(described)
+    return NEVER if above is None or not _stencil.VECTOR_DOUBLES else above
+
+
+_stencil.set_streaming(streaming_threshold())
+
+
+def stores(impl, nprocs, n, order, threads, kind="derivative"):
+    """How ``impl`` stores the operator's output on the rank with the largest block of an n³
+    grid on ``nprocs`` ranks of ``threads`` threads: "streaming" (past the cache) or "plain".
+    Only the C kernel streams, and never in the propagator, whose step reads w."""
+    from hpclab.kernels.topology import block_range
+
+    if impl != "c" or kind == "propagator":
+        return "plain"
+    r = order // 2
+    l1, l2, l3 = (block_range(n, p, 0)[1] for p in process_grid(nprocs))
+    points = (l3 + 2 * r) * (l2 + 2 * r) * padded_row(l1 + 2 * r)
+    return "streaming" if _stencil.streamed(points, threads) else "plain"
+
 
 def process_grid(size, p1=0, p2=0, p3=0):
     """The process grid (p1, p2, p3) along axes 1, 2, 3 on size ranks: the given counts,

@@ -42,6 +42,9 @@ cdef extern from "stencil.h" nogil:
                               char *msg, size_t msglen)
     void hpclab_stencil_free(hpclab_stencil_problem *P)
     int hpclab_stencil_fault
+    void hpclab_stencil_set_streaming(size_t above)
+    size_t hpclab_stencil_streaming()
+    int hpclab_stencil_streamed(size_t points, int threads)
     enum:
         HPCLAB_WAVE_NMETRICS
     double hpclab_stencil_symbol_max(int order)
@@ -50,7 +53,29 @@ cdef extern from "stencil.h" nogil:
                             int threads, int repetitions, double *times, char *errmsg,
                             size_t errlen)
 
+cdef extern from "hpclab_simd.h" nogil:
+    enum:
+        HPCLAB_VW
+
 OPERATORS = ("d2x1", "d2x2", "d2x3", "laplacian")
+VECTOR_DOUBLES = HPCLAB_VW  # doubles per streamed group in this build (0: never streams)
+
+
+def set_streaming(size_t above):
+    """The C kernel stores the operator's output past the cache when a rank's two arrays
+    take more than ``above`` bytes per thread (see stencil.h); SIZE_MAX: never."""
+    hpclab_stencil_set_streaming(above)
+
+
+def streaming():
+    """The threshold in force (set_streaming)."""
+    return hpclab_stencil_streaming()
+
+
+def streamed(size_t points, int threads):
+    """Whether the C kernel on a rank of ``points`` doubles per array (halo and padding
+    included) and ``threads`` threads streams its stores."""
+    return bool(hpclab_stencil_streamed(points, threads))
 
 
 class StencilError(RuntimeError):

@@ -14,11 +14,15 @@
  *   Fornberg's algorithm, scaled by 1/h^2 per axis; the loops are compiled once per radius
  *   (1 to 8) so that the sum over the stencil unrolls and axis 1 runs in vector
  *   lanes. One output point reads 2r + 1 points of u along an axis (6r + 1 for the
- *   Laplacian) and writes one: from memory at least u once and w once (24 bytes with
- *   write-allocate) when the planes it reads stay in cache, which blocking is for.
+ *   Laplacian) and writes one: from memory at least u once and w once when the planes it
+ *   reads stay in cache, which blocking is for: 24 bytes where a store first reads the line
+ *   it writes (write-allocate), 16 where a rank's arrays pass the streaming threshold
+ *   (hpclab_stencil_set_streaming) and w goes past the cache in vector groups
+ *   (hpclab_simd.h). The wave's step reads w, so it never streams.
  */
 #include "stencil.h"
 #include "hpclab_common.h"
+#include "hpclab_simd.h"
 #include "hpclab_topo.h"
 
 #include <float.h>
@@ -28,6 +32,26 @@
 #include <string.h>
 
 int hpclab_stencil_fault = 0;
+
+/* a rank whose two arrays take more than this many bytes per thread writes the operator's
+ * output past the cache (hpclab_simd.h); the largest size_t: never */
+static size_t stream_above = (size_t)-1;
+
+void hpclab_stencil_set_streaming(size_t above)
+{
+    stream_above = above;
+}
+
+size_t hpclab_stencil_streaming(void)
+{
+    return stream_above;
+}
+
+int hpclab_stencil_streamed(size_t points, int threads)
+{
+    return HPCLAB_VW > 0 && threads > 0 && 2 * points * sizeof(double) / (size_t)threads
+                                               > stream_above;
+}
 
 /* wave numbers of u along axes 1, 2, 3 (radians per unit length) */
 static const double WAVE[3] = {2.0, 3.0, 1.5};
@@ -86,6 +110,22 @@ static size_t at(const problem *P, long i3, long i2, long i1)
  * addresses in registers: from R = 7 on the point loop's addresses spill to the stack in
  * every iteration (at order 16 it ran at about half the rate of these passes). */
 #define PASSES_CHUNK 512
+
+/* q[0, m) = v[0, m): plain stores up to a group boundary, whole groups past the cache, plain
+ * stores for the rest */
+static inline void stream_copy(double *restrict q, const double *restrict v, long m)
+{
+    long i = 0, peel = hpclab_vpeel(q);
+
+    for (; i < peel && i < m; i++)
+        q[i] = v[i];
+#if HPCLAB_VW > 0
+    for (; i + HPCLAB_VW <= m; i += HPCLAB_VW)
+        hpclab_vstream(q + i, hpclab_vload(v + i));
+#endif
+    for (; i < m; i++)
+        q[i] = v[i];
+}
 #define DEFINE_PASSES(R)                                                                      \
     static void passes_##R(const problem *P, const double *restrict u, double *restrict w,    \
                            size_t c, long n)                                                  \
@@ -119,6 +159,8 @@ static size_t at(const problem *P, long i3, long i2, long i1)
                 _Pragma("omp simd")                                                           \
                 for (long i = 0; i < m; i++)                                                  \
                     q[i] = 2 * p[i] - q[i] + k2 * v[i];                                       \
+            } else if (P->stream) {                                                           \
+                stream_copy(q, v, m);                                                         \
             } else {                                                                          \
                 _Pragma("omp simd")                                                           \
                 for (long i = 0; i < m; i++)                                                  \
@@ -147,6 +189,83 @@ laplacian_at(const problem *P, const double *restrict u, size_t c, size_t s2, si
              + P->a[0][j] * (u[c + j * s3] + u[c - j * s3]);
     return v;
 }
+
+/* The operator op at point c: the Laplacian, or the derivative along one axis */
+static inline __attribute__((always_inline)) double
+point_at(const problem *P, const double *restrict u, size_t c, size_t s2, size_t s3, int R,
+         int op)
+{
+    if (op == HPCLAB_STENCIL_LAPLACIAN)
+        return laplacian_at(P, u, c, s2, s3, R);
+    {
+        const size_t s = P->s[2 - op];
+        const double *a = P->a[2 - op];
+        double v = a[0] * u[c];
+
+        for (size_t j = 1; j <= (size_t)R; j++)
+            v += a[j] * (u[c + j * s] + u[c - j * s]);
+        return v;
+    }
+}
+
+/* The operator (the Laplacian or a derivative along one axis) at the n points of the row
+ * that starts at c, for a compile-time radius R, its output stored past the cache: plain
+ * stores up to a group boundary (rows start at a cache line, so none where a group is one),
+ * then groups of HPCLAB_VW points, each a sum over the weights of the axes the operator acts
+ * on (an axis whose weights are 0 adds 0), then plain stores for the rest. */
+static inline __attribute__((always_inline)) void
+streamed_row(const problem *P, const double *restrict u, double *restrict w, size_t c, long n,
+             int R)
+{
+    const size_t s2 = P->s[1], s3 = P->s[0];
+    const int op = P->op;
+    long i = hpclab_vpeel(w + c);
+
+    i = i < n ? i : n;
+    for (long k = 0; k < i; k++)
+        w[c + k] = point_at(P, u, c + (size_t)k, s2, s3, R, op);
+#if HPCLAB_VW > 0
+    if (op == HPCLAB_STENCIL_LAPLACIAN) {
+        const hpclab_vd centre = hpclab_vset(P->centre);
+
+        for (; i + HPCLAB_VW <= n; i += HPCLAB_VW) {
+            const double *p = u + c + (size_t)i;
+            hpclab_vd v = hpclab_vmul(centre, hpclab_vload(p));
+
+            for (size_t j = 1; j <= (size_t)R; j++) {
+                v = hpclab_vadd(v, hpclab_vmul(hpclab_vset(P->a[2][j]),
+                                               hpclab_vadd(hpclab_vload(p + j),
+                                                           hpclab_vload(p - j))));
+                v = hpclab_vadd(v, hpclab_vmul(hpclab_vset(P->a[1][j]),
+                                               hpclab_vadd(hpclab_vload(p + j * s2),
+                                                           hpclab_vload(p - j * s2))));
+                v = hpclab_vadd(v, hpclab_vmul(hpclab_vset(P->a[0][j]),
+                                               hpclab_vadd(hpclab_vload(p + j * s3),
+                                                           hpclab_vload(p - j * s3))));
+            }
+            hpclab_vstream(w + c + (size_t)i, v);
+        }
+    } else {
+        const int d = 2 - op;
+        const size_t s = P->s[d];
+        const double *a = P->a[d];
+
+        for (; i + HPCLAB_VW <= n; i += HPCLAB_VW) {
+            const double *p = u + c + (size_t)i;
+            hpclab_vd v = hpclab_vmul(hpclab_vset(a[0]), hpclab_vload(p));
+
+            for (size_t j = 1; j <= (size_t)R; j++)
+                v = hpclab_vadd(v, hpclab_vmul(hpclab_vset(a[j]),
+                                               hpclab_vadd(hpclab_vload(p + j * s),
+                                                           hpclab_vload(p - j * s))));
+            hpclab_vstream(w + c + (size_t)i, v);
+        }
+    }
+#endif
+    for (; i < n; i++)
+        w[c + (size_t)i] = point_at(P, u, c + (size_t)i, s2, s3, R, op);
+}
+
 /* The loops over rows [i3a, i3b) x [i2a, i2b) of the interior, for a compile-time radius:
  * along one axis (d, stride s) or all three. The Laplacian alone and the wave's step are two
  * loops, not one with the choice inside each point: the one loop ran the Laplacian of order 8
@@ -164,6 +283,8 @@ laplacian_at(const problem *P, const double *restrict u, size_t c, size_t s2, si
                 const size_t row = at(P, i3 + r, i2 + r, r);                                  \
                 if (op == HPCLAB_STENCIL_LAPLACIAN && R >= PASSES_FROM) {                     \
                     passes_##R(P, u, w, row, n1);                                             \
+                } else if (P->stream && !wave) {                                              \
+                    streamed_row(P, u, w, row, n1, R);                                        \
                 } else if (op == HPCLAB_STENCIL_LAPLACIAN && !wave) {                         \
                     _Pragma("omp simd")                                                       \
                     for (long i1 = 0; i1 < n1; i1++) {                                        \
@@ -232,22 +353,32 @@ static void compute(apply_fn f, const problem *P, long b3, long b2)
          * planes they read in the cache (as Devito's schedule does); halves of the grid, one per
          * thread, each kept its own planes (2 threads, order 8, L = 384: 473-585 against
          * 478-683 MLUP/s in three A/B turns) */
-#pragma omp parallel for schedule(static, 1) num_threads(P->threads)
-        for (long i3 = 0; i3 < n3; i3++)
-            for (long i2 = 0; i2 < n2; i2++)
-                f(P, u, w, i3, i3 + 1, i2, i2 + 1);
+#pragma omp parallel num_threads(P->threads)
+        {
+#pragma omp for schedule(static, 1) nowait
+            for (long i3 = 0; i3 < n3; i3++)
+                for (long i2 = 0; i2 < n2; i2++)
+                    f(P, u, w, i3, i3 + 1, i2, i2 + 1);
+            if (P->stream) /* this thread's stores past the cache, before the region's end */
+                hpclab_vfence();
+        }
         return;
     }
     {
         const long m3 = (n3 + b3 - 1) / b3, m2 = (n2 + b2 - 1) / b2;
 
-#pragma omp parallel for collapse(2) schedule(static) num_threads(P->threads)
-        for (long k3 = 0; k3 < m3; k3++)
-            for (long k2 = 0; k2 < m2; k2++) {
-                long e3 = (k3 + 1) * b3, e2 = (k2 + 1) * b2;
+#pragma omp parallel num_threads(P->threads)
+        {
+#pragma omp for collapse(2) schedule(static) nowait
+            for (long k3 = 0; k3 < m3; k3++)
+                for (long k2 = 0; k2 < m2; k2++) {
+                    long e3 = (k3 + 1) * b3, e2 = (k2 + 1) * b2;
 
-                f(P, u, w, k3 * b3, e3 < n3 ? e3 : n3, k2 * b2, e2 < n2 ? e2 : n2);
-            }
+                    f(P, u, w, k3 * b3, e3 < n3 ? e3 : n3, k2 * b2, e2 < n2 ? e2 : n2);
+                }
+            if (P->stream)
+                hpclab_vfence();
+        }
     }
 }
 
@@ -402,6 +533,7 @@ int hpclab_stencil_setup(MPI_Comm comm, int op, int order, const int *dims, long
     P->s[0] = P->e[1] * P->s[1];
     weights_of(P, c);
     P->lead = hpclab_topo_lead(&P->t);
+    P->stream = hpclab_stencil_streamed(hpclab_topo_points(&P->t), threads);
     P->u = hpclab_alloc_doubles(hpclab_topo_points(&P->t), P->lead, 1);
     P->w = hpclab_alloc_doubles(hpclab_topo_points(&P->t), P->lead, 1);
     if (!P->u || !P->w || sines(P)) {

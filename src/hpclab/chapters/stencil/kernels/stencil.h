@@ -86,7 +86,18 @@ typedef struct {
                                   with lead doubles before them: every row's first interior
                                   point starts a cache line */
     size_t lead;
+    int stream;                /* 1: the operator's output goes past the cache in groups
+                                  (hpclab_simd.h; never the wave's step, which reads w) */
 } hpclab_stencil_problem;
+
+/* Streaming stores: a rank whose two arrays take more than `above` bytes per thread stores
+ * the operator's output past the cache (hpclab_simd.h), 16 bytes from memory per point
+ * instead of 24 (u read, w written without first reading its line). Default: never. */
+void hpclab_stencil_set_streaming(size_t above);
+size_t hpclab_stencil_streaming(void);
+/* whether a rank of `points` doubles per array (halo and padding included) on `threads`
+ * threads streams under the threshold in force (never without vector stores) */
+int hpclab_stencil_streamed(size_t points, int threads);
 
 /* Decompose, allocate, fill u (halo included) and w = 0. Collective; 0, or 1 on every rank
  * with errmsg (and nothing to free). */

@@ -1,25 +1,27 @@
 /*
  * NAME
- *   jacobi_simd.h - the few vector operations the Jacobi sweeps need to store their new
- *   values past the cache (non-temporal, "streaming" stores), for the C and Cython kernels.
+ *   hpclab_simd.h - the few vector operations a kernel needs to store its results past the
+ *   cache (non-temporal, "streaming" stores): the Jacobi sweeps and the stencil's operators,
+ *   C and Cython alike.
  *
  * PURPOSE
- *   A plain store first reads the line it writes into the cache (write-allocate): an update
- *   of a sweep whose fields do not fit the cache moves 32 bytes from memory, not the 24 it
- *   needs (u's newest plane, f, the new value). A streaming store writes a whole line to
- *   memory without reading it. Compilers do not emit them for a loop of plain C, so the
- *   sweeps use these operations on groups of HPCLAB_VW doubles (a whole vector register),
- *   with the widest instruction set the build targets (-march of the declaration).
+ *   A plain store first reads the line it writes into the cache (write-allocate): a loop
+ *   whose output does not fit the cache moves 16 bytes from memory for every double it
+ *   writes, not 8. A streaming store writes a whole line to memory without reading it.
+ *   Compilers do not emit them for a loop of plain C (GCC also ignores OpenMP's
+ *   `simd nontemporal` clause), so the kernels use these operations on groups of HPCLAB_VW
+ *   doubles (a whole vector register), with the widest instruction set the build targets
+ *   (-march of the kernel's declaration).
  *
  * NOTES
  *   HPCLAB_VW is 8 with AVX-512, 4 with AVX, 2 with SSE2 (every x86-64), and 0 where none of
- *   them is available (another architecture): the sweeps then never stream. A streamed
+ *   them is available (another architecture): the kernels then never stream. A streamed
  *   group's address must be a multiple of HPCLAB_VW doubles; the loads need not be aligned.
- *   Streaming stores are weakly ordered: hpclab_vfence() after the last of a sweep, before
- *   any other process may read the field (the halo exchange).
+ *   Streaming stores are weakly ordered: hpclab_vfence() after the last of a pass, before
+ *   any other thread or process may read the output (the halo exchange, the next pass).
  */
-#ifndef HPCLAB_JACOBI_SIMD_H
-#define HPCLAB_JACOBI_SIMD_H
+#ifndef HPCLAB_SIMD_H
+#define HPCLAB_SIMD_H
 
 #include <stdint.h>
 
@@ -50,7 +52,7 @@ static inline hpclab_vd hpclab_vadd(hpclab_vd a, hpclab_vd b) { return HPCLAB_V(
 static inline hpclab_vd hpclab_vmul(hpclab_vd a, hpclab_vd b) { return HPCLAB_V(mul_pd)(a, b); }
 static inline void hpclab_vstream(double *p, hpclab_vd v) { HPCLAB_V(stream_pd)(p, v); }
 #else
-/* one double at a time, plain stores: the sweeps never stream here */
+/* one double at a time, plain stores: the kernels never stream here */
 static inline hpclab_vd hpclab_vload(const double *p) { return *p; }
 static inline hpclab_vd hpclab_vset(double x) { return x; }
 static inline hpclab_vd hpclab_vadd(hpclab_vd a, hpclab_vd b) { return a + b; }
@@ -58,8 +60,8 @@ static inline hpclab_vd hpclab_vmul(hpclab_vd a, hpclab_vd b) { return a * b; }
 static inline void hpclab_vstream(double *p, hpclab_vd v) { *p = v; }
 #endif
 
-/* Ask for the line holding p[HPCLAB_AHEAD] (a load of the next plane of u, or of f, that a
- * streamed sweep reads from memory): the hardware prefetcher follows these streams too, but
+/* Ask for the line holding p[HPCLAB_AHEAD] (in the Jacobi sweeps: a load of the next plane
+ * of u, or of f, that a streamed sweep reads from memory): the hardware prefetcher follows these streams too, but
  * alongside the stores past the cache and the planes read from L2 it fell behind. One rank
  * here, L = 128, C with it over the same loop without it (the Cython sweep then): 1.05 to
  * 1.13 at distances of 32 to 256 doubles, alike within the noise. */
