@@ -178,6 +178,11 @@ def test_streamed_outputs_check_themselves_at_every_order_and_operator(streaming
     # 29 points on axis 1: whole groups of 8, 4 or 2 and a tail; orders from 14 on stream
     # through the passes' copy, below through the vector row
     assert stencil._stencil.streamed(1, 1)
+    # the propagator's step reads w: it stores plainly, and stays right, under the same
+    # threshold
+    assert stencil.propagate(SELF, order=4, n=12, mode=1, periods=0.5, dt_fraction=0.5,
+                             threads=threads, block3=blocks[0], block2=blocks[1],
+                             repetitions=1)[3, 0] < 0.05
     for order in range(2, 17, 2):
         for operator in exp.OPERATORS:
             t = stencil.run_c(SELF, operator=operator, order=order, n1=29, n2=9, n3=8,
@@ -231,4 +236,19 @@ def test_the_roof_and_the_minimum_bandwidth_follow_the_stores_a_run_made():
         nums = exp.roof(df, {}, 1, stream)
         assert nums["roof_bound"] == pytest.approx(plain * 24 / per)
         assert f"at {per} bytes a point" in nums["roof_words"], nums["roof_words"]
-        assert exp.STORES_WORDS[stores or "plain"] in nums["roof_words"]
+        assert exp.stores_words(stores or "plain") in nums["roof_words"]
+        assert f"{per} bytes a point" in nums["roof_label"]
+
+
+def test_the_strong_scaling_words_say_when_the_stores_change_with_the_ranks():
+    import pandas as pd
+
+    rows = [{"kind": "scaling", "metric": "apply", "nprocs": p, "grid": g, "value": v,
+             "stores": st} for p, g, v, st in ((1, "1x1x1", 1.0, "streaming"),
+                                               (2, "1x1x2", 0.6, "plain"))]
+    words = exp.strong_scaling_words(exp.strong_scaling(pd.DataFrame(rows)))
+    assert "stores change with P here (plain at P = 2; streaming at P = 1)" in words, words
+    rows[1]["stores"] = "streaming"
+    assert "stores change" not in exp.strong_scaling_words(exp.strong_scaling(pd.DataFrame(rows)))
+    assert "stores change" not in exp.strong_scaling_words(
+        exp.strong_scaling(pd.DataFrame(rows).drop(columns="stores")))

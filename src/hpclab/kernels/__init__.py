@@ -25,6 +25,20 @@ def agree(comm, message, error=None):
             raise (error or KernelError)(f"rank {rank}: {text}")
 
 
+NEVER = 2**64 - 1  # a streaming threshold no kernel's arrays pass
+
+
+def streaming_threshold(vector_doubles, described=None):
+    """The bytes of a kernel's arrays per core above which it stores its output past the
+    cache, on this machine (or a described one): machine.streaming_threshold_bytes; NEVER
+    when the machine does not report its caches or the build (``vector_doubles``, the
+    kernel's HPCLAB_VW) has no vector stores."""
+    from hpclab import machine
+
+    above = machine.streaming_threshold_bytes(described)
+    return NEVER if above is None or not vector_doubles else above
+
+
 class BuildMismatchError(ImportError):
     """The kernels were compiled against another MPI than the one mpi4py loaded, or for a
     CPU with instructions this one lacks."""

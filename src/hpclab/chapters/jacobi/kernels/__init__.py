@@ -20,7 +20,13 @@ import numpy as np
 
 from hpclab import machine
 from hpclab.chapters.jacobi.declaration import DECOMPOSITIONS, KERNEL
-from hpclab.kernels import KernelError, check_isa_match, check_mpi_match
+from hpclab.kernels import (
+    NEVER,
+    KernelError,
+    check_isa_match,
+    check_mpi_match,
+    streaming_threshold as kernels_streaming_threshold,
+)
 from hpclab.kernels.api import build, check_comm
 from hpclab.kernels.topology import padded_row
 
@@ -62,13 +68,10 @@ STREAM_L2_CAP = machine.STREAM_L2_CAP
 
 def streaming_threshold(described=None):
     """The bytes of a rank's three fields above which the sweeps stream their stores, on this
-    machine (or a described one): machine.streaming_threshold_bytes; NEVER when the machine
-    does not report its caches or the build has no vector stores."""
-    above = machine.streaming_threshold_bytes(described)
-    return NEVER if above is None or not _jacobi.VECTOR_DOUBLES else above
+    machine (or a described one); NEVER without caches reported or vector stores."""
+    return kernels_streaming_threshold(_jacobi.VECTOR_DOUBLES, described)
 
 
-NEVER = 2**64 - 1  # a threshold no field passes
 
 
 def field_bytes(L):

@@ -18,7 +18,13 @@ the contiguous one.
 import numpy as np
 
 from hpclab.chapters.stencil.declaration import KERNEL, OPERATORS
-from hpclab.kernels import KernelError, check_isa_match, check_mpi_match
+from hpclab.kernels import (
+    NEVER,
+    KernelError,
+    check_isa_match,
+    check_mpi_match,
+    streaming_threshold as kernels_streaming_threshold,
+)
 from hpclab.kernels.api import build
 from hpclab.kernels.topology import padded_row
 
@@ -31,18 +37,11 @@ IMPLEMENTATIONS = KERNEL.implementations
 _RAW = {"c": _stencil.run_c, "cython": _stencil.run_cython}
 weights = _stencil.weights
 
-NEVER = 2**64 - 1  # a threshold no rank's arrays pass
-
-
 def streaming_threshold(described=None):
     """The bytes of a rank's two arrays per thread above which the C kernel stores the
-    operator's output past the cache, on this machine (or a described one):
-    machine.streaming_threshold_bytes; NEVER when the machine does not report its caches or
-    the build has no vector stores. The wave's step reads w, so it never streams."""
-    from hpclab import machine
-
-    above = machine.streaming_threshold_bytes(described)
-    return NEVER if above is None or not _stencil.VECTOR_DOUBLES else above
+    operator's output past the cache, on this machine (or a described one); NEVER without
+    caches reported or vector stores. The wave's step reads w, so it never streams."""
+    return kernels_streaming_threshold(_stencil.VECTOR_DOUBLES, described)
 
 
 _stencil.set_streaming(streaming_threshold())
@@ -158,4 +157,5 @@ def inject_fault(comm):
 
 
 __all__ = ["run_c", "run_cython", "RUNNERS", "IMPLEMENTATIONS", "OPERATORS", "KERNEL",
-           "process_grid", "weights", "propagate", "WAVE_METRICS", "KernelError"]
+           "process_grid", "weights", "propagate", "WAVE_METRICS", "KernelError", "NEVER",
+           "streaming_threshold", "stores"]
