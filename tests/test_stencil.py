@@ -200,7 +200,7 @@ def test_the_streaming_threshold_is_the_machines_and_never_without_caches():
     expect = 16 << 20 if stencil._stencil.VECTOR_DOUBLES else stencil.NEVER
     assert stencil.streaming_threshold(described) == expect
     assert machine.streaming_threshold_bytes(described) == min(240 << 20,
-                                                               machine.STREAM_L2_CAP * 2 << 20)
+                                                               machine.STREAMING_L2_CAP * 2 << 20)
     assert stencil.streaming_threshold({"logical_cpus": 2, "physical_cores": 2,
                                         "caches": []}) == stencil.NEVER
     # two arrays of 2^20 doubles are 16 MiB: one thread streams above 8 MiB, two above 16

@@ -145,23 +145,23 @@ def last_level_share_bytes(described=None):
 # core's share of the last-level cache per core writes its output past the cache: it would
 # not stay there until it is read again, and a plain store first reads each line it writes.
 # Arrays that fit stay in the cache, where a store past it would send them to memory. The
-# share counted is at most STREAM_L2_CAP times the core's own L2: a virtual machine sees its
+# share counted is at most STREAMING_L2_CAP times the core's own L2: a virtual machine sees its
 # host's whole last level (480 MiB over two cores on one) but shares it with cores it does
 # not see. Measured there (Jacobi, two ranks, C with streaming stores over plain ones): 0.73
 # at 7.5 MiB of fields per rank, level at 23 MiB (0.97, the two ranges overlapping),
 # 1.26-1.31 at 53 MiB; the cap (16 MiB there) streams from a size where it no longer costs.
-STREAM_L2_CAP = 8
+STREAMING_L2_CAP = 8
 
 
 def streaming_threshold_bytes(described=None):
     """The bytes of a kernel's arrays per core above which it stores past the cache: a
-    core's share of the last-level cache, at most STREAM_L2_CAP times its L2; None when the
+    core's share of the last-level cache, at most STREAMING_L2_CAP times its L2; None when the
     machine (or the ``described`` one) does not report its caches."""
     share = last_level_share_bytes(described)
     if not share:
         return None
     l2 = cache_bytes(2, described)
-    return int(min(share, STREAM_L2_CAP * l2) if l2 else share)
+    return int(min(share, STREAMING_L2_CAP * l2) if l2 else share)
 
 
 # a memory-bound timing's working set per rank is at least this many times the last-level

@@ -103,7 +103,7 @@ def stores_words(L, stores, meta=None):
     recorded them) and the bound that follows (plain text, glued)."""
     from hpclab.chapters.jacobi.kernels import (
         NEVER,
-        STREAM_L2_CAP,
+        STREAMING_L2_CAP,
         field_bytes,
         mib,
         streaming_threshold,
@@ -112,7 +112,7 @@ def stores_words(L, stores, meta=None):
     size = mib(field_bytes(L))
     above = streaming_threshold((meta or {}).get("machine") or None)
     counted = (f"the {mib(above)} MiB the sweeps count on a core keeping in its cache (its "
-               f"share of the last level, at most {STREAM_L2_CAP} times its L2)")
+               f"share of the last level, at most {STREAMING_L2_CAP} times its L2)")
     if stores == "streaming":
         return (f"At L = {L} a rank's three fields take {size} MiB, more than {counted}, "
                 "so the sweeps write their new values past the cache (streaming stores, "

@@ -182,7 +182,7 @@ def stores_words(stores, meta=None):
     if stores == "streaming":
         above = streaming_threshold((meta or {}).get("machine") or None)
         where = (f"{above / 2**20:.0f} MiB per thread (a core's share of the last level, at "
-                 f"most {machine.STREAM_L2_CAP} times its L2)" if above < NEVER
+                 f"most {machine.STREAMING_L2_CAP} times its L2)" if above < NEVER
                  else "the threshold of the machine it ran on")
         return ("past the cache (streaming stores: u read, w written without reading its "
                 f"line), as it does where a rank's two arrays pass {where}")

@@ -61,9 +61,9 @@ def _set_cache_budget():
 _set_cache_budget()
 
 # Streaming stores (hpclab_simd.h): a rank whose three fields take more than one core's share
-# of the last-level cache (machine.streaming_threshold_bytes: at most STREAM_L2_CAP times its
+# of the last-level cache (machine.streaming_threshold_bytes: at most STREAMING_L2_CAP times its
 # L2) writes its new values past the cache: 24 bytes from memory per update instead of 32.
-STREAM_L2_CAP = machine.STREAM_L2_CAP
+STREAMING_L2_CAP = machine.STREAMING_L2_CAP
 
 
 def streaming_threshold(described=None):
