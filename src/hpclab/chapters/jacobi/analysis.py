@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from hpclab import profiles, records, stats
+from hpclab import machine, profiles, records, stats
 
 # the sweep (what every rank runs) is hpclab.chapters.jacobi.sweep; its names (run, tasks,
 # measure...) are imported here for the pages, the labs and the tests
@@ -103,7 +103,6 @@ def stores_words(L, stores, meta=None):
     recorded them) and the bound that follows (plain text, glued)."""
     from hpclab.chapters.jacobi.kernels import (
         NEVER,
-        STREAMING_L2_CAP,
         field_bytes,
         mib,
         streaming_threshold,
@@ -112,7 +111,7 @@ def stores_words(L, stores, meta=None):
     size = mib(field_bytes(L))
     above = streaming_threshold((meta or {}).get("machine") or None)
     counted = (f"the {mib(above)} MiB the sweeps count on a core keeping in its cache (its "
-               f"share of the last level, at most {STREAMING_L2_CAP} times its L2)")
+               f"share of the last level, at most {machine.STREAMING_L2_CAP} times its L2)")
     if stores == "streaming":
         return (f"At L = {L} a rank's three fields take {size} MiB, more than {counted}, "
                 "so the sweeps write their new values past the cache (streaming stores, "

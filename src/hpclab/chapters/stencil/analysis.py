@@ -290,7 +290,6 @@ def strong_scaling_words(t):
     return words
 
 
-
 def convergence_figure(df, ax=None):
     """The Laplacian's relative error against h per order (log-log), from the convergence
     runs."""

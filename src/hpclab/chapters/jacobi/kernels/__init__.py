@@ -61,17 +61,12 @@ def _set_cache_budget():
 _set_cache_budget()
 
 # Streaming stores (hpclab_simd.h): a rank whose three fields take more than one core's share
-# of the last-level cache (machine.streaming_threshold_bytes: at most STREAMING_L2_CAP times its
-# L2) writes its new values past the cache: 24 bytes from memory per update instead of 32.
-STREAMING_L2_CAP = machine.STREAMING_L2_CAP
-
-
+# of the last-level cache (machine.streaming_threshold_bytes: at most STREAMING_L2_CAP times
+# its L2) writes its new values past the cache: 24 bytes from memory per update instead of 32.
 def streaming_threshold(described=None):
     """The bytes of a rank's three fields above which the sweeps stream their stores, on this
     machine (or a described one); NEVER without caches reported or vector stores."""
     return kernels_streaming_threshold(_jacobi.VECTOR_DOUBLES, described)
-
-
 
 
 def field_bytes(L):

@@ -26,7 +26,7 @@ from hpclab.kernels import (
     streaming_threshold as kernels_streaming_threshold,
 )
 from hpclab.kernels.api import build
-from hpclab.kernels.topology import padded_row
+from hpclab.kernels.topology import block_range, padded_row
 
 check_mpi_match()
 check_isa_match("stencil")
@@ -36,6 +36,7 @@ from . import _stencil  # type: ignore[attr-defined]
 IMPLEMENTATIONS = KERNEL.implementations
 _RAW = {"c": _stencil.run_c, "cython": _stencil.run_cython}
 weights = _stencil.weights
+
 
 def streaming_threshold(described=None):
     """The bytes of a rank's two arrays per thread above which the C kernel stores the
@@ -51,8 +52,6 @@ def stores(impl, nprocs, n, order, threads, kind="derivative"):
     """How ``impl`` stores the operator's output on the rank with the largest block of an n³
     grid on ``nprocs`` ranks of ``threads`` threads: "streaming" (past the cache) or "plain".
     Only the C kernel streams, and never in the propagator, whose step reads w."""
-    from hpclab.kernels.topology import block_range
-
     if impl != "c" or kind == "propagator":
         return "plain"
     r = order // 2
