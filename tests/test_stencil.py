@@ -252,3 +252,19 @@ def test_the_strong_scaling_words_say_when_the_stores_change_with_the_ranks():
     assert "stores change" not in exp.strong_scaling_words(exp.strong_scaling(pd.DataFrame(rows)))
     assert "stores change" not in exp.strong_scaling_words(
         exp.strong_scaling(pd.DataFrame(rows).drop(columns="stores")))
+
+
+def test_the_rates_figure_names_the_roofline_by_its_own_label():
+    """The roofline's legend entry is the label given, not the last line's (a loop variable
+    of the same name once took its place)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+
+    rows = [{"kind": "derivative", "metric": "apply", "impl": impl, "operator": "laplacian",
+             "order": o, "n": 16, "blocked": False, "block3": 0, "block2": 0, "nprocs": 1,
+             "value": 0.01, "stores": "plain"} for impl in ("c", "cython") for o in (2, 4)]
+    ax = exp.rates_figure(pd.DataFrame(rows), 123.0, "the roof, C's stores")
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[-1] == "the roof, C's stores" and labels.count("cython, baseline") == 1, labels

@@ -310,10 +310,10 @@ def convergence_figure(df, ax=None):
     return ax
 
 
-def rates_figure(df, bound=None, label="memory roofline (STREAM add)", ax=None):
+def rates_figure(df, bound=None, bound_label="memory roofline (STREAM add)", ax=None):
     """MLUP/s of the Laplacian against its order, one line per implementation and blocking
     (the derivative runs), with the memory roofline ``bound`` (MLUP/s, or None) as a
-    horizontal line."""
+    horizontal line named ``bound_label``."""
     from hpclab import plots
 
     r = rates(df)
@@ -327,7 +327,7 @@ def rates_figure(df, bound=None, label="memory roofline (STREAM add)", ax=None):
         g = g.sort_values("order")
         ax.plot(g["order"], g["mlups"], color=color, marker=marker, ls=dash, label=label)
     if bound is not None:
-        ax.axhline(bound, color="0.4", ls=":", lw=1.2, label=label)
+        ax.axhline(bound, color="0.4", ls=":", lw=1.2, label=bound_label)
     ax.set_xlabel("order of accuracy")
     ax.set_ylabel("MLUP/s")
     ax.set_xticks(sorted(r["order"].unique()))
