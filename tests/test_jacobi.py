@@ -137,9 +137,10 @@ def test_the_benchs_streams_only_pass_checks_itself_and_times_something():
     assert r.stdout.strip().endswith("ok")
 
 
-def test_the_sweeps_stream_their_stores_beyond_a_cores_share_of_the_cache():
-    """The threshold is a core's share of the last level, at most 8 times its L2 (a virtual
-    machine's 480 MiB over two cores is not its own); no caches reported: never."""
+def test_the_sweeps_stream_their_stores_beyond_the_nodes_share_of_the_cache():
+    """The threshold is the node's: for each core its share of the last level, at most 16
+    times its L2 (a virtual machine's 480 MiB over two cores is not its own); the fields of
+    every rank on the node count against it; no caches reported: never."""
     from hpclab.chapters.jacobi import kernels as jk
 
     def machine(l3, shared_by, l2=2 << 20):
@@ -150,8 +151,8 @@ def test_the_sweeps_stream_their_stores_beyond_a_cores_share_of_the_cache():
 
     if not jk._jacobi.VECTOR_DOUBLES:
         pytest.skip("this build has no vector stores: the sweeps never stream")
-    assert jk.streaming_threshold(machine(480 << 20, 2)) == 16 << 20  # the L2 cap
-    assert jk.streaming_threshold(machine(32 << 20, 16)) == 2 << 20  # the share
+    assert jk.streaming_threshold(machine(480 << 20, 2)) == 2 * (32 << 20)  # the L2 cap
+    assert jk.streaming_threshold(machine(32 << 20, 16)) == 2 * (2 << 20)  # the share
     assert jk.streaming_threshold({"logical_cpus": 2, "physical_cores": 2, "caches": []}) \
         == jk.NEVER
     # L = 64: 3 x 66 x 66 x 72 doubles (rows padded to lines) = 7.5 MiB; L = 96: 23 MiB
@@ -159,16 +160,33 @@ def test_the_sweeps_stream_their_stores_beyond_a_cores_share_of_the_cache():
     assert "within the 16 MiB threshold: plain" in jk.streaming_words(64, 16 << 20)
     assert "pass the 16 MiB threshold: streaming" in jk.streaming_words(96, 16 << 20)
     assert "does not report its caches" in jk.streaming_words(96, jk.NEVER)
+    # L = 128: 53 MiB of fields (52.5), within 64 MiB alone, past it with a second rank
+    assert "its fields, 53 MiB, are within the 64 MiB threshold: plain" \
+        in jk.streaming_words(128, 64 << 20)
+    assert "the fields of its 2 ranks, 105 MiB, pass the 64 MiB threshold: streaming" \
+        in jk.streaming_words(128, 64 << 20, ranks=2)
+    before = jk._jacobi.streaming()
+    try:
+        jk._jacobi.set_streaming(64 << 20)
+        points = jk.field_bytes(128) // 24
+        assert not jk._jacobi.streamed(points, 1) and jk._jacobi.streamed(points, 2)
+        assert jk.stores_at(128, 1) == "plain" and jk.stores_at(128, 2) == "streaming"
+    finally:
+        jk._jacobi.set_streaming(before)
     # the model's bytes per update in STREAM add's counting (add moves 32 for 24 counted):
     # plain stores move what add moves, streaming stores 24 of add's 32
     meta = {"machine": machine(480 << 20, 2)}
     assert exp.bytes_per_update(64, "plain") == 24 and exp.bytes_per_update(128, "streaming") == 18
-    assert "within the 16 MiB" in exp.stores_words(64, "plain", meta)
-    words = exp.stores_words(128, "streaming", meta)
-    assert "streaming stores" in words and "over 18 of its bytes" in words, words
+    assert "within the 64 MiB" in exp.stores_words(64, "plain", meta)
+    words = exp.stores_words(256, "streaming", meta)
+    assert "more than the 64 MiB" in words and "streaming stores" in words \
+        and "over 18 of its bytes" in words, words
     # a run that stored plainly beyond the threshold (saved before the sweeps streamed, or
-    # built without vector stores) is counted as it ran
-    assert "used plain stores" in exp.stores_words(128, "plain", meta)
+    # built without vector stores) is counted as it ran, and one that streamed within it
+    # (another threshold) too
+    assert "used plain stores" in exp.stores_words(256, "plain", meta)
+    words = exp.stores_words(128, "streaming", meta)
+    assert "more than" not in words and "and in this run the sweeps write" in words, words
 
 
 def test_the_page_says_when_the_memory_bound_does_not_apply():

@@ -197,18 +197,28 @@ def test_the_streaming_threshold_is_the_machines_and_never_without_caches():
     described = {"logical_cpus": 2, "physical_cores": 2, "caches": [
         {"level": 2, "type": "Unified", "size_bytes": 2 << 20, "shared_by_cpus": 1},
         {"level": 3, "type": "Unified", "size_bytes": 480 << 20, "shared_by_cpus": 2}]}
-    expect = 16 << 20 if stencil._stencil.VECTOR_DOUBLES else stencil.NEVER
+    # the node's: for each of its 2 cores its share (240 MiB), at most 16 times its L2
+    expect = 64 << 20 if stencil._stencil.VECTOR_DOUBLES else stencil.NEVER
     assert stencil.streaming_threshold(described) == expect
-    assert machine.streaming_threshold_bytes(described) == min(240 << 20,
-                                                               machine.STREAMING_L2_CAP * 2 << 20)
+    assert machine.streaming_threshold_bytes(described) == 2 * min(
+        240 << 20, machine.STREAMING_L2_CAP * 2 << 20)
     assert stencil.streaming_threshold({"logical_cpus": 2, "physical_cores": 2,
                                         "caches": []}) == stencil.NEVER
-    # two arrays of 2^20 doubles are 16 MiB: one thread streams above 8 MiB, two above 16
+    # two arrays of 2^20 doubles are 16 MiB: under a threshold of 24 MiB one rank on the
+    # node stores plainly, two (32 MiB together) stream
     before = stencil._stencil.streaming()
     try:
-        stencil._stencil.set_streaming(8 << 20)
-        assert stencil._stencil.streamed(2**20, 1) == bool(stencil._stencil.VECTOR_DOUBLES)
-        assert not stencil._stencil.streamed(2**20, 2)
+        stencil._stencil.set_streaming(24 << 20)
+        assert not stencil._stencil.streamed(2**20, 1)
+        assert stencil._stencil.streamed(2**20, 2) == bool(stencil._stencil.VECTOR_DOUBLES)
+        # n = 126 at order 8: 2 x 134 x 134 x 136 doubles, 37 MiB: under 48 MiB plain alone,
+        # streamed with a second rank on the node
+        stencil._stencil.set_streaming(48 << 20)
+        n = 126
+        assert stencil.stores("c", 1, n, 8) == "plain"
+        assert stencil.stores("c", 1, n, 8, on_node=2) == (
+            "streaming" if stencil._stencil.VECTOR_DOUBLES else "plain")
+        assert stencil.stores("c", 1, n, 8, kind="propagator", on_node=2) == "plain"
     finally:
         stencil._stencil.set_streaming(before)
 

@@ -141,27 +141,32 @@ def last_level_share_bytes(described=None):
     return last["size_bytes"] // cores
 
 
-# Streaming stores (kernels/common/hpclab_simd.h): a kernel whose arrays take more than one
-# core's share of the last-level cache per core writes its output past the cache: it would
-# not stay there until it is read again, and a plain store first reads each line it writes.
-# Arrays that fit stay in the cache, where a store past it would send them to memory. The
-# share counted is at most STREAMING_L2_CAP times the core's own L2: a virtual machine sees its
-# host's whole last level (480 MiB over two cores on one) but shares it with cores it does
-# not see. Measured there (Jacobi, two ranks, C with streaming stores over plain ones): 0.73
-# at 7.5 MiB of fields per rank, level at 23 MiB (0.97, the two ranges overlapping),
-# 1.26-1.31 at 53 MiB; the cap (16 MiB there) streams from a size where it no longer costs.
-STREAMING_L2_CAP = 8
+# Streaming stores (kernels/common/hpclab_simd.h): where the arrays of the ranks on a node
+# together take more than the node's caches can keep, each rank writes its output past the
+# cache: it would not stay there until it is read again, and a plain store first reads each
+# line it writes. Arrays that fit stay in the cache, where a store past it would send them to
+# memory. The node counts a share of the last level for each of its cores, busy or not (a
+# rank alone on a node has the last level to itself), at most STREAMING_L2_CAP times the
+# core's own L2: a virtual machine sees its host's whole last level (480 MiB over two cores
+# on one) but shares it with cores it does not see. Measured there (Jacobi, C with streaming
+# stores over plain ones, in the same runs): two ranks, 0.73 at 7.5 MiB of fields per rank,
+# 0.97 at 23 MiB, 1.06-1.31 at 53 MiB; one rank, 0.84 at 53 MiB and 1.45 at 402 MiB. The cap
+# (32 MiB a core there, 64 MiB for the node) streams from where it no longer costs.
+STREAMING_L2_CAP = 16
 
 
 def streaming_threshold_bytes(described=None):
-    """The bytes of a kernel's arrays per core above which it stores past the cache: a
-    core's share of the last-level cache, at most STREAMING_L2_CAP times its L2; None when the
-    machine (or the ``described`` one) does not report its caches."""
+    """The bytes of the arrays of a node's ranks together above which a kernel stores past
+    the cache: for each core of the node, its share of the last-level cache, at most
+    STREAMING_L2_CAP times its L2; None when the machine (or the ``described`` one) does not
+    report its caches."""
     share = last_level_share_bytes(described)
     if not share:
         return None
     l2 = cache_bytes(2, described)
-    return int(min(share, STREAMING_L2_CAP * l2) if l2 else share)
+    topo = described if described else topology()
+    cores = max(1, topo.get("physical_cores") or 1)
+    return int((min(share, STREAMING_L2_CAP * l2) if l2 else share) * cores)
 
 
 # a memory-bound timing's working set per rank is at least this many times the last-level

@@ -28,11 +28,23 @@ def agree(comm, message, error=None):
 NEVER = 2**64 - 1  # a streaming threshold no kernel's arrays pass
 
 
+def node_ranks(comm):
+    """The ranks of ``comm`` on this rank's node (that can share memory with it), as the
+    kernels count them for their streaming threshold. Collective on comm."""
+    from mpi4py import MPI
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        return node.Get_size()
+    finally:
+        node.Free()
+
+
 def streaming_threshold(vector_doubles, described=None):
-    """The bytes of a kernel's arrays per core above which it stores its output past the
-    cache, on this machine (or a described one): machine.streaming_threshold_bytes; NEVER
-    when the machine does not report its caches or the build (``vector_doubles``, the
-    kernel's HPCLAB_VW) has no vector stores."""
+    """The bytes of the arrays of a node's ranks together above which a kernel stores its
+    output past the cache, on this machine (or a described one):
+    machine.streaming_threshold_bytes; NEVER when the machine does not report its caches or
+    the build (``vector_doubles``, the kernel's HPCLAB_VW) has no vector stores."""
     from hpclab import machine
 
     above = machine.streaming_threshold_bytes(described)

@@ -76,13 +76,16 @@ def stores_at(L):
 
 
 def run_stores(df):
-    """L -> how a run's weak C sweeps stored their new values ("streaming" or "plain", the
-    records' ``stores``); runs saved before the sweeps could stream: "plain"."""
+    """(L, P) -> how a run's weak C sweeps on P ranks stored their new values ("streaming"
+    or "plain", the records' ``stores``: the fields of all the node's ranks count, so one
+    L may stream on two ranks and not on one); runs saved before the sweeps could stream:
+    "plain"."""
     t = records.table(df)
     t = t[(t["kind"] == "weak") & (t["impl"] == "c")]
     if "stores" not in t.columns:
-        return {int(L): "plain" for L in t["L"].unique()}
-    return {int(L): str(v) for L, v in t.groupby("L")["stores"].first().fillna("plain").items()}
+        return {(int(L), int(P)): "plain" for L, P in zip(t["L"], t["nprocs"])}
+    first = t.groupby(["L", "nprocs"])["stores"].first().fillna("plain")
+    return {(int(L), int(P)): str(v) for (L, P), v in first.items()}
 
 
 def bytes_per_update(L, stores=None):
@@ -90,8 +93,8 @@ def bytes_per_update(L, stores=None):
     own: the cache reads each line add writes before writing it (write-allocate), so add's
     GB/s count 24 bytes for every 32 moved. A sweep with plain stores moves 32 and counts 24,
     as add does. A sweep with streaming stores (``stores`` "streaming", as a run recorded it;
-    None: what this process's sweeps do at L) moves 24 where add moves 32: 24 · 24 / 32 = 18
-    of add's bytes."""
+    None: what this process's sweeps do at L, one rank on the node) moves 24 where add moves
+    32: 24 · 24 / 32 = 18 of add's bytes."""
     per = KERNEL.extra["bytes_per_update"]
     if (stores or stores_at(L)) == "streaming":
         return per * per / KERNEL.extra["bytes_per_update_write_allocate"]
@@ -110,11 +113,14 @@ def stores_words(L, stores, meta=None):
 
     size = mib(field_bytes(L))
     above = streaming_threshold((meta or {}).get("machine") or None)
-    counted = (f"the {mib(above)} MiB the sweeps count on a core keeping in its cache (its "
-               f"share of the last level, at most {machine.STREAMING_L2_CAP} times its L2)")
+    counted = (f"the {mib(above)} MiB the sweeps count on the node's caches keeping (for "
+               "each core a share of the last level, at most "
+               f"{machine.STREAMING_L2_CAP} times its L2)")
     if stores == "streaming":
-        return (f"At L = {L} a rank's three fields take {size} MiB, more than {counted}, "
-                "so the sweeps write their new values past the cache (streaming stores, "
+        why = (f"more than {counted}, so" if above < NEVER and field_bytes(L) > above
+               else "and in this run")
+        return (f"At L = {L} one rank's three fields take {size} MiB, {why} "
+                "the sweeps write their new values past the cache (streaming stores, "
                 "which read no line first): where the fields do not fit the cache, 24 bytes "
                 "move where add moves 32, and the bound is add's rate over "
                 f"{bytes_per_update(L, stores):g} of its bytes")
@@ -124,7 +130,7 @@ def stores_words(L, stores, meta=None):
         why = ("and the sweeps of this run used plain stores (a build without vector stores, "
                "a machine that does not report its caches, or a run saved before the sweeps "
                "could stream)")
-    return (f"At L = {L} a rank's three fields take {size} MiB, {why}, which read each line "
+    return (f"At L = {L} one rank's three fields take {size} MiB, {why}, which read each line "
             "first as add does, and the bound is add's rate over "
             f"{bytes_per_update(L, stores):g} bytes")
 
@@ -140,7 +146,8 @@ def predict(df, lam, bandwidth, stream_gbs):
     one = w[w["nprocs"] == 1].groupby("L")["compute"].median()
     w["T_s"] = w["L"].map(one)
     stores = run_stores(df)
-    per = w["L"].map(lambda L: bytes_per_update(int(L), stores.get(int(L), "plain")))
+    per = np.array([bytes_per_update(int(L), stores.get((int(L), int(P)), "plain"))
+                    for L, P in zip(w["L"], w["nprocs"])], float)
     w["T_s_roof"] = per * w["L"] ** 3 / (stream_gbs[1] * 1e9)
     w["T_c"] = BYTES_PER_FACE_POINT * w["L"] ** 2 * w["k"] / bandwidth + w["k"] * lam
     cells = w["L"] ** 3 * w["nprocs"]
@@ -453,7 +460,7 @@ def numbers(sweep_run, lam, bandwidth, pp_source, stream_gbs, stream_source, t5,
     halo_big = halo[(halo["L"] == halo["L"].max()) & (halo["nprocs"] == pmax)]
     one = pred[(pred["nprocs"] == 1)]
     L1 = one[one["L"] == one["L"].max()].iloc[0]
-    stores = run_stores(df).get(int(L1["L"]), "plain")
+    stores = run_stores(df).get((int(L1["L"]), 1), "plain")
     per = bytes_per_update(int(L1["L"]), stores)
     o = orfeo_table(t5).set_index("nprocs")
     ib = orfeo_pp[(orfeo_pp["transport"] == "UCX (InfiniBand)")

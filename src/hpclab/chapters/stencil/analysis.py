@@ -181,11 +181,12 @@ def stores_words(stores, meta=None):
 
     if stores == "streaming":
         above = streaming_threshold((meta or {}).get("machine") or None)
-        where = (f"{above / 2**20:.0f} MiB per thread (a core's share of the last level, at "
-                 f"most {machine.STREAMING_L2_CAP} times its L2)" if above < NEVER
+        where = (f"{above / 2**20:.0f} MiB, the node's caches (for each core a share of the "
+                 f"last level, at most {machine.STREAMING_L2_CAP} times its L2)" if above < NEVER
                  else "the threshold of the machine it ran on")
         return ("past the cache (streaming stores: u read, w written without reading its "
-                f"line), as it does where a rank's two arrays pass {where}")
+                f"line), as it does where the two arrays of the node's ranks together pass "
+                f"{where}")
     return "with plain stores (each first reads the line it writes: u read, w read and written)"
 
 

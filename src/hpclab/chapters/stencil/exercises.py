@@ -429,7 +429,7 @@ def laplacian_timing(engines, kernel, nprocs, n, order, blocks, repetitions=5, t
 def _stores_on_rank(nprocs, n, order):
     from hpclab.chapters.stencil import kernels as stencil
 
-    return stencil.stores("c", nprocs, n, order, 1)
+    return stencil.stores("c", nprocs, n, order)
 
 
 def c_stores(engines, nprocs, n, order, timeout=60):

@@ -114,7 +114,8 @@ def measure(kind, impl, nprocs, operator, order, n, block3, block2, threads, app
                   "dt_fraction": dt_fraction,
                   "oversubscribed": nprocs * threads > launch.usable_cores(),
                   # how the busiest rank stored the output (the model's bytes per point)
-                  "stores": stencil.stores(impl, nprocs, n, order, threads, kind)}
+                  "stores": stencil.stores(impl, nprocs, n, order, kind,
+                                           stencil.node_ranks(sub))}
         if kind == "propagator":
             times = stencil.propagate(sub, order=order, n=n, mode=mode, periods=periods,
                                       dt_fraction=dt_fraction, block3=block3, block2=block2,

@@ -71,6 +71,26 @@ void hpclab_free_untouched(void *ptr, size_t nbytes)
         munmap(ptr, nbytes ? nbytes : 1);
 }
 
+int hpclab_node_ranks(MPI_Comm comm)
+{
+    MPI_Comm node;
+    int n = 1;
+
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node)
+        == MPI_SUCCESS) {
+        MPI_Comm_size(node, &n);
+        MPI_Comm_free(&node);
+    }
+    return n < 1 ? 1 : n;
+}
+
+int hpclab_streams_past(size_t bytes, int node_ranks, size_t above, int vector_doubles)
+{
+    const size_t ranks = node_ranks < 1 ? 1 : (size_t)node_ranks;
+
+    return vector_doubles > 0 && bytes > above / ranks;
+}
+
 int hpclab_fail_together(MPI_Comm comm, int failed, char *errmsg, size_t errlen)
 {
     int rank, nfailed = 0, candidate, first;

@@ -41,6 +41,16 @@ void hpclab_free_untouched(void *ptr, size_t nbytes);
  * message of the lowest failing rank on every rank. Collective on comm. */
 int hpclab_fail_together(MPI_Comm comm, int failed, char *errmsg, size_t errlen);
 
+/* The ranks of comm on this rank's node (those that can share memory with it), at least 1.
+ * Collective on comm. */
+int hpclab_node_ranks(MPI_Comm comm);
+
+/* Whether a rank whose arrays take `bytes` stores its output past the cache: when the
+ * arrays of the node's `node_ranks` ranks (each taken as this one's) pass `above`, the
+ * bytes the node's caches are counted on to keep (kernels.streaming_threshold); never
+ * without vector stores (vector_doubles 0). */
+int hpclab_streams_past(size_t bytes, int node_ranks, size_t above, int vector_doubles);
+
 /* The MPI library family and version of the headers this file was compiled
  * against ("MPICH 5.0.2", "Open MPI 5.0.3", ...), and the C compiler. */
 const char *hpclab_mpi_build_library(void);

@@ -25,6 +25,7 @@ from hpclab.kernels import (
     KernelError,
     check_isa_match,
     check_mpi_match,
+    node_ranks,
     streaming_threshold as kernels_streaming_threshold,
 )
 from hpclab.kernels.api import build, check_comm
@@ -60,12 +61,14 @@ def _set_cache_budget():
 
 _set_cache_budget()
 
-# Streaming stores (hpclab_simd.h): a rank whose three fields take more than one core's share
-# of the last-level cache (machine.streaming_threshold_bytes: at most STREAMING_L2_CAP times
-# its L2) writes its new values past the cache: 24 bytes from memory per update instead of 32.
+# Streaming stores (hpclab_simd.h): where the three fields of the node's ranks take more than
+# the node's cores' shares of the last-level cache together (machine.streaming_threshold_bytes:
+# at most STREAMING_L2_CAP times the L2 a core), each writes its new values past the cache:
+# 24 bytes from memory per update instead of 32.
 def streaming_threshold(described=None):
-    """The bytes of a rank's three fields above which the sweeps stream their stores, on this
-    machine (or a described one); NEVER without caches reported or vector stores."""
+    """The bytes of the three fields of a node's ranks together above which the sweeps
+    stream their stores, on this machine (or a described one); NEVER without caches reported
+    or vector stores."""
     return kernels_streaming_threshold(_jacobi.VECTOR_DOUBLES, described)
 
 
@@ -77,7 +80,8 @@ def field_bytes(L):
 
 def stores(impl, comm, decomposition, shape):
     """How ``impl``'s sweeps on ``comm`` store their new values on the rank with the largest
-    block of a global grid of ``shape``: "streaming" (past the cache) or "plain"."""
+    block of a global grid of ``shape``: "streaming" (past the cache) or "plain". Collective
+    on comm (the ranks on a node count)."""
     from hpclab.kernels.topology import block_range
 
     if impl == "python":  # numpy writes with plain stores
@@ -85,13 +89,15 @@ def stores(impl, comm, decomposition, shape):
     grid = process_grid(decomposition, comm.Get_size())
     largest = [block_range(n, p, 0)[1] for n, p in zip(shape, grid)]
     points = (largest[0] + 2) * (largest[1] + 2) * padded_row(largest[2] + 2)
-    return "streaming" if _jacobi.streamed(points) else "plain"
+    ranks = node_ranks(comm)
+    return "streaming" if _jacobi.streamed(points, ranks) else "plain"
 
 
-def stores_at(L):
-    """How this process's C and Cython sweeps store their new values at L³ points per rank:
-    "streaming" (past the cache, :func:`streaming_threshold`) or "plain"."""
-    return "streaming" if _jacobi.streamed(field_bytes(L) // 24) else "plain"
+def stores_at(L, ranks=1):
+    """How this process's C and Cython sweeps store their new values at L³ points per rank,
+    ``ranks`` of them on the node: "streaming" (past the cache, :func:`streaming_threshold`)
+    or "plain"."""
+    return "streaming" if _jacobi.streamed(field_bytes(L) // 24, ranks) else "plain"
 
 
 def mib(nbytes):
@@ -100,18 +106,18 @@ def mib(nbytes):
     return f"{x:.0f}" if x >= 10 else f"{x:.2g}"
 
 
-def streaming_words(L, above):
-    """Whether a rank of L³ points streams its stores under the threshold ``above``, in
-    words with the sizes."""
-    size = mib(field_bytes(L))
+def streaming_words(L, above, ranks=1):
+    """Whether a rank of L³ points, one of ``ranks`` on the node, streams its stores under
+    the threshold ``above`` (of the node's fields together), in words with the sizes."""
+    total = field_bytes(L) * ranks
+    size = (f"its fields, {mib(total)} MiB" if ranks == 1
+            else f"the fields of its {ranks} ranks, {mib(total)} MiB")
     if above >= NEVER:
         return "plain stores: this machine does not report its caches" \
             if _jacobi.VECTOR_DOUBLES else "plain stores: this build has no vector stores"
-    if field_bytes(L) > above:
-        return (f"its fields, {size} MiB, pass the {mib(above)} MiB threshold: "
-                "streaming stores")
-    return (f"its fields, {size} MiB, are within the {mib(above)} MiB threshold: "
-            "plain stores")
+    if total > above:
+        return f"{size}, pass the {mib(above)} MiB threshold: streaming stores"
+    return f"{size}, are within the {mib(above)} MiB threshold: plain stores"
 
 
 _jacobi.set_streaming(streaming_threshold())

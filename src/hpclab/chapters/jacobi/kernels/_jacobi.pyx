@@ -11,11 +11,13 @@ from mpi4py.libmpi cimport (MPI_Comm, MPI_Request, MPI_Barrier, MPI_Allreduce, M
                             MPI_DOUBLE, MPI_INT, MPI_MAX)
 from hpclab_common cimport (HPCLAB_ERRLEN, HPCLAB_HALO_REQUESTS, hpclab_alloc, hpclab_free,
                             hpclab_alloc_doubles, hpclab_free_doubles,
-                            hpclab_fail_together, hpclab_set_errmsg, hpclab_topo,
+                            hpclab_fail_together, hpclab_node_ranks, hpclab_set_errmsg,
+                            hpclab_topo,
                             hpclab_topo_free, hpclab_topo_points, hpclab_topo_extent,
                             hpclab_topo_lead,
                             hpclab_topo_scatter, hpclab_topo_gather, hpclab_halo_start,
                             hpclab_halo_finish)
+from libc.stdlib cimport free
 from libc.string cimport memcpy
 
 cdef extern from "jacobi.h" nogil:
@@ -28,17 +30,19 @@ cdef extern from "jacobi.h" nogil:
     void hpclab_jacobi_dims(int decomposition, int *dims)
     int hpclab_jacobi_topo(MPI_Comm comm, const int *dims, const long *glob, hpclab_topo *t,
                            char *errmsg, size_t errlen)
-    void hpclab_jacobi_manufactured(const hpclab_topo *t, double *u, double *f)
-    double hpclab_jacobi_error(const hpclab_topo *t, const double *u)
+    double *hpclab_jacobi_factors(const hpclab_topo *t)
+    void hpclab_jacobi_manufactured(const hpclab_topo *t, const double *factors, double *u,
+                                    double *f)
+    double hpclab_jacobi_error(const hpclab_topo *t, const double *factors, const double *u)
     void hpclab_jacobi_weights(const hpclab_topo *t, double *w, double *diag)
     int hpclab_jacobi_fault
-    double hpclab_jacobi_streams(long l, int sweeps, int repetitions)
+    double hpclab_jacobi_streams(long l, int sweeps, int repetitions, int node_ranks)
     void hpclab_jacobi_set_cache(size_t budget)
     size_t hpclab_jacobi_cache()
     long hpclab_jacobi_block_rows(size_t budget, long ny, long nz)
     void hpclab_jacobi_set_streaming(size_t above)
     size_t hpclab_jacobi_streaming()
-    int hpclab_jacobi_streamed(size_t points)
+    int hpclab_jacobi_streamed(size_t points, int node_ranks)
 
 # vector loads and streaming stores (see hpclab_simd.h): a group of HPCLAB_VW doubles
 cdef extern from "hpclab_simd.h" nogil:
@@ -63,13 +67,14 @@ class JacobiError(RuntimeError):
     """Raised on every rank when any rank's sweep went wrong."""
 
 
-def streams(long L, int sweeps=10, int repetitions=5):
+def streams(long L, int sweeps=10, int repetitions=5, int node_ranks=1):
     """The bench's yardstick: best seconds per pass of unew = u(next plane) + f over a block
     of L^3 points with its halo, the memory traffic of a sweep without its stencil (see
-    jacobi.h). Raises JacobiError when the result is wrong or memory is short."""
+    jacobi.h), ``node_ranks`` running it at once on the node (the streaming rule). Raises
+    JacobiError when the result is wrong or memory is short."""
     cdef double best
     with nogil:
-        best = hpclab_jacobi_streams(L, sweeps, repetitions)
+        best = hpclab_jacobi_streams(L, sweeps, repetitions, node_ranks)
     if best < 0:
         raise JacobiError(f"the streams-only pass on {L}^3 points computed a wrong value "
                           "or could not allocate its arrays")
@@ -88,8 +93,8 @@ def cache():
 
 
 def set_streaming(size_t above):
-    """Store the new values past the cache when a rank's three fields take more than
-    ``above`` bytes (see jacobi.h); SIZE_MAX: never."""
+    """Store the new values past the cache when the three fields of the node's ranks take
+    more than ``above`` bytes together (see jacobi.h); SIZE_MAX: never."""
     hpclab_jacobi_set_streaming(above)
 
 
@@ -98,9 +103,10 @@ def streaming():
     return hpclab_jacobi_streaming()
 
 
-def streamed(size_t points):
-    """Whether a rank whose fields hold ``points`` points each streams its stores."""
-    return bool(hpclab_jacobi_streamed(points))
+def streamed(size_t points, int node_ranks=1):
+    """Whether a rank whose fields hold ``points`` points each, one of ``node_ranks`` on its
+    node, streams its stores."""
+    return bool(hpclab_jacobi_streamed(points, node_ranks))
 
 
 VECTOR_DOUBLES = HPCLAB_VW  # doubles per streamed group in this build (0: never streams)
@@ -257,6 +263,7 @@ def run_cython(MPI.Comm comm not None, int decomposition, long nx, long ny, long
     cdef double *unew = NULL
     cdef double *f = NULL
     cdef double *block = NULL
+    cdef double *factors = NULL
     cdef double *swap
     cdef double w[3]
     cdef double diag, t0, a, b, c, d, e, sweep
@@ -288,7 +295,7 @@ def run_cython(MPI.Comm comm not None, int decomposition, long nx, long ny, long
                     raise JacobiError(errmsg.decode(errors="replace"))
             have = True
             points = hpclab_topo_points(&t)
-            streamed = hpclab_jacobi_streamed(points)
+            streamed = hpclab_jacobi_streamed(points, hpclab_node_ranks(t.cart))
             nlocal = <size_t>t.local[0] * <size_t>t.local[1] * <size_t>t.local[2]
             lead = hpclab_topo_lead(&t)
             u = hpclab_alloc_doubles(points, lead, 1)
@@ -296,7 +303,9 @@ def run_cython(MPI.Comm comm not None, int decomposition, long nx, long ny, long
             f = hpclab_alloc_doubles(points, lead, 1)
             if is_given:
                 block = <double *>hpclab_alloc(nlocal * sizeof(double), 0)
-            failed = u == NULL or unew == NULL or f == NULL or (is_given and block == NULL)
+            factors = hpclab_jacobi_factors(&t)
+            failed = (u == NULL or unew == NULL or f == NULL or factors == NULL
+                      or (is_given and block == NULL))
             if failed:
                 with gil:
                     hpclab_set_errmsg(errmsg, f"rank {t.rank} cannot allocate the fields")
@@ -304,7 +313,7 @@ def run_cython(MPI.Comm comm not None, int decomposition, long nx, long ny, long
                 failed = 1
             if not failed:
                 hpclab_jacobi_weights(&t, w, &diag)
-                hpclab_jacobi_manufactured(&t, u, f)
+                hpclab_jacobi_manufactured(&t, factors, u, f)
                 if is_given:
                     failed = hpclab_topo_scatter(&t, 0, p0, block)
                     _interior(&t, u, block, False)
@@ -344,7 +353,7 @@ def run_cython(MPI.Comm comm not None, int decomposition, long nx, long ny, long
                 tt[2, r] = slowest[1] / sweeps
                 tt[3, r] = t.cut
                 if not is_given:
-                    e = hpclab_jacobi_error(&t, u)
+                    e = hpclab_jacobi_error(&t, factors, u)
                     if not e <= 1e-10:
                         with gil:
                             hpclab_set_errmsg(errmsg, f"repetition {r}, rank {t.rank} of "
@@ -362,6 +371,7 @@ def run_cython(MPI.Comm comm not None, int decomposition, long nx, long ny, long
         hpclab_free_doubles(unew, lead)
         hpclab_free_doubles(f, lead)
         hpclab_free(block)
+        free(factors)
         if have:
             hpclab_topo_free(&t)
     if failed or errmsg[0]:

@@ -5,12 +5,13 @@ sweeps (cubes, L^3 points per rank) and STREAM's add on every rank at once (one 
 interleaved. The roof is STREAM add's bandwidth per rank over the bytes one lattice update
 moves, counted as add counts its own: add reads two doubles and writes one, 24 bytes, and
 leaves out the line the cache reads before each write (write-allocate), so 32 move. A sweep
-with plain stores does the same (roof24). Where a rank's fields pass the streaming threshold
-(a core's share of the cache), the sweeps store past the cache and move 24 bytes where add
-moves 32: 18 of add's bytes (roof18). Beside them run C with plain stores only (c_cached) and
-a pass with the sweep's memory traffic and none of its stencil (unew = u(next plane) + f,
-streamed as the sweep is, "streams"): what the memory allows this access pattern, so the gap
-between it and C is the stencil's cached loads and arithmetic. When Devito is importable
+with plain stores does the same (roof24). Where the fields of the node's ranks together pass
+the streaming threshold (the node's cores' shares of the cache), the sweeps store past the
+cache and move 24 bytes where add moves 32: 18 of add's bytes (roof18). Beside them run C
+with plain stores only (c_cached) and a pass with the sweep's memory traffic and none of its
+stencil (unew = u(next plane) + f, streamed as the sweep is, "streams"): what the memory
+allows this access pattern, so the gap between it and C is the stencil's cached loads and
+arithmetic. When Devito is importable
 (``pip install devito``: never a dependency of hpclab), every rank also sweeps an L^3 grid of
 its own with Devito's operator for the same update (float64, ``opt='advanced'``, one thread,
 checked against numpy first), in the same job: the best public code for this stencil, side
@@ -200,7 +201,7 @@ def _ours(L, sweeps=10):
     GB/s per rank (its slowest rank's time) on arrays as large as one rank's field."""
     from mpi4py import MPI
 
-    from hpclab.chapters.jacobi.kernels import NEVER, _jacobi
+    from hpclab.chapters.jacobi.kernels import NEVER, _jacobi, node_ranks
     from hpclab.chapters.stream import kernels as stream
 
     comm = MPI.COMM_WORLD
@@ -209,9 +210,11 @@ def _ours(L, sweeps=10):
     def sweep(impl, cache, streaming=None):
         return _sweep_mlups(comm, impl, (L, L, L), sweeps, cache, streaming)
 
+    ranks = node_ranks(comm)
+
     def streams():
         comm.Barrier()
-        return L**3 / comm.allreduce(_jacobi.streams(L, sweeps, 5), op=MPI.MAX) / 1e6
+        return L**3 / comm.allreduce(_jacobi.streams(L, sweeps, 5, ranks), op=MPI.MAX) / 1e6
 
     n = (L + 2) ** 3
     parts = {
@@ -324,9 +327,9 @@ def _run_size(args, L, ranks, bind):
 
     from hpclab.chapters.jacobi.kernels import stores_at
 
-    streamed = stores_at(L) == "streaming"
+    streamed = stores_at(L, ranks) == "streaming"
     roof = "roof18" if streamed else "roof24"
-    print(f"stores: {_streaming_words(L)}; the roof of the sweep's stores: {roof}")
+    print(f"stores: {_streaming_words(L, ranks)}; the roof of the sweep's stores: {roof}")
     print(f"C / {roof} = {ratio('c', roof):.3f}, C with plain stores / roof24 = "
           f"{ratio('c_cached', 'roof24'):.3f}; Cython / C = {ratio('cython', 'c'):.3f} "
           "(target >= 0.9)")
@@ -351,11 +354,12 @@ def _run_size(args, L, ranks, bind):
             for a, b in pairs}
 
 
-def _streaming_words(L):
-    """Whether the sweeps stream their stores at L³ points per rank, and why."""
+def _streaming_words(L, ranks):
+    """Whether the sweeps stream their stores at L³ points per rank on ``ranks`` ranks of
+    one node, and why."""
     from hpclab.chapters.jacobi.kernels import _jacobi, streaming_words
 
-    return streaming_words(L, _jacobi.streaming())
+    return streaming_words(L, _jacobi.streaming(), ranks)
 
 
 def _pages_words():

@@ -58,11 +58,17 @@ void hpclab_jacobi_dims(int decomposition, int *dims);
 int hpclab_jacobi_topo(MPI_Comm comm, const int *dims, const long *global, hpclab_topo *t,
                        char *errmsg, size_t errlen);
 
-/* Fill this rank's u (with halo, zero) with u* and f with -Laplace_h(u*) (same layout). */
-void hpclab_jacobi_manufactured(const hpclab_topo *t, double *u, double *f);
+/* The factors of u* = s_0 s_1 s_2 at this rank's points, one table per dimension, halo
+ * included (malloc'ed: free() them; NULL when they cannot be allocated). */
+double *hpclab_jacobi_factors(const hpclab_topo *t);
 
-/* The largest |u - u*| over this rank's interior points (the shared answer check). */
-double hpclab_jacobi_error(const hpclab_topo *t, const double *u);
+/* Fill this rank's u (with halo, zero) with u* and f with -Laplace_h(u*) (same layout). */
+void hpclab_jacobi_manufactured(const hpclab_topo *t, const double *factors, double *u,
+                                double *f);
+
+/* The largest |u - u*| over this rank's interior points (the shared answer check); NaN when
+ * u holds one. */
+double hpclab_jacobi_error(const hpclab_topo *t, const double *factors, const double *u);
 
 /* The stencil's coefficients: w[d] = 1/h_d^2 and diag = 2 (w0 + w1 + w2). */
 void hpclab_jacobi_weights(const hpclab_topo *t, double *w, double *diag);
@@ -73,8 +79,9 @@ void hpclab_jacobi_weights(const hpclab_topo *t, double *w, double *diag);
  * read and write what a sweep reads and writes from memory (u's newest plane, f, unew)
  * without the stencil's cached neighbours and arithmetic. Returns the best seconds per pass
  * over `repetitions`, or -1 when the result is wrong or the arrays cannot be allocated.
+ * `node_ranks`: the ranks on the node running it at once (the streaming rule).
  */
-double hpclab_jacobi_streams(long l, int sweeps, int repetitions);
+double hpclab_jacobi_streams(long l, int sweeps, int repetitions, int node_ranks);
 
 /*
  * Spatial blocking: the bytes of cache that the three planes of u a sweep reads at once
@@ -93,19 +100,20 @@ size_t hpclab_jacobi_cache(void);
 long hpclab_jacobi_block_rows(size_t budget, long ny, long nz);
 
 /*
- * Streaming stores: a rank whose three fields (u, unew, f with halo and padding) take more
- * than `above` bytes writes its new values past the cache (hpclab_simd.h), 24 bytes from
- * memory per update instead of 32 (no line read before it is written); fields that fit
- * stay in the cache for the next sweep. SIZE_MAX (the default): never. The streams pass
- * (hpclab_jacobi_streams) follows the same rule on its arrays. Set once per process (the
- * Python package sets it at import, from the last-level cache).
+ * Streaming stores: where the three fields (u, unew, f with halo and padding) of every rank
+ * on the node together take more than `above` bytes (hpclab_streams_past), a rank writes its
+ * new values past the cache (hpclab_simd.h), 24 bytes from memory per update instead of 32
+ * (no line read before it is written); fields that fit stay in the cache for the next sweep.
+ * SIZE_MAX (the default): never. The streams pass (hpclab_jacobi_streams) follows the same
+ * rule on its arrays. Set once per process (the Python package sets it at import, from the
+ * caches: kernels.streaming_threshold).
  */
 void hpclab_jacobi_set_streaming(size_t above);
 size_t hpclab_jacobi_streaming(void);
 
-/* 1 when a rank whose fields hold `points` points each streams its stores (the rule above,
- * and a build with vector stores: HPCLAB_VW > 0), else 0. */
-int hpclab_jacobi_streamed(size_t points);
+/* 1 when a rank whose fields hold `points` points each, one of `node_ranks` on its node,
+ * streams its stores (the rule above, and a build with vector stores: HPCLAB_VW > 0). */
+int hpclab_jacobi_streamed(size_t points, int node_ranks);
 
 /* Test hook: when non-zero, the last rank adds 1 to its halo point (0, 1, 1) after every
  * exchange (a neighbour's value, or the boundary), so tests can prove it is caught. */

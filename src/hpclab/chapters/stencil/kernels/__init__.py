@@ -23,6 +23,7 @@ from hpclab.kernels import (
     KernelError,
     check_isa_match,
     check_mpi_match,
+    node_ranks,
     streaming_threshold as kernels_streaming_threshold,
 )
 from hpclab.kernels.api import build
@@ -39,25 +40,27 @@ weights = _stencil.weights
 
 
 def streaming_threshold(described=None):
-    """The bytes of a rank's two arrays per thread above which the C kernel stores the
-    operator's output past the cache, on this machine (or a described one); NEVER without
-    caches reported or vector stores. The wave's step reads w, so it never streams."""
+    """The bytes of the two arrays of a node's ranks together above which the C kernel
+    stores the operator's output past the cache, on this machine (or a described one); NEVER
+    without caches reported or vector stores. The wave's step reads w, so it never
+    streams."""
     return kernels_streaming_threshold(_stencil.VECTOR_DOUBLES, described)
 
 
 _stencil.set_streaming(streaming_threshold())
 
 
-def stores(impl, nprocs, n, order, threads, kind="derivative"):
+def stores(impl, nprocs, n, order, kind="derivative", on_node=None):
     """How ``impl`` stores the operator's output on the rank with the largest block of an n³
-    grid on ``nprocs`` ranks of ``threads`` threads: "streaming" (past the cache) or "plain".
-    Only the C kernel streams, and never in the propagator, whose step reads w."""
+    grid on ``nprocs`` ranks, ``on_node`` of them on its node (None: all of them, as on
+    one machine): "streaming" (past the cache) or "plain". Only the C kernel streams, and
+    never in the propagator, whose step reads w."""
     if impl != "c" or kind == "propagator":
         return "plain"
     r = order // 2
     l1, l2, l3 = (block_range(n, p, 0)[1] for p in process_grid(nprocs))
     points = (l3 + 2 * r) * (l2 + 2 * r) * padded_row(l1 + 2 * r)
-    return "streaming" if _stencil.streamed(points, threads) else "plain"
+    return "streaming" if _stencil.streamed(points, on_node or nprocs) else "plain"
 
 
 def process_grid(size, p1=0, p2=0, p3=0):
@@ -157,4 +160,4 @@ def inject_fault(comm):
 
 __all__ = ["run_c", "run_cython", "RUNNERS", "IMPLEMENTATIONS", "OPERATORS", "KERNEL",
            "process_grid", "weights", "propagate", "WAVE_METRICS", "KernelError", "NEVER",
-           "streaming_threshold", "stores"]
+           "streaming_threshold", "stores", "node_ranks"]

@@ -44,7 +44,7 @@ cdef extern from "stencil.h" nogil:
     int hpclab_stencil_fault
     void hpclab_stencil_set_streaming(size_t above)
     size_t hpclab_stencil_streaming()
-    int hpclab_stencil_streamed(size_t points, int threads)
+    int hpclab_stencil_streamed(size_t points, int node_ranks)
     enum:
         HPCLAB_WAVE_NMETRICS
     double hpclab_stencil_symbol_max(int order)
@@ -62,8 +62,8 @@ VECTOR_DOUBLES = HPCLAB_VW  # doubles per streamed group in this build (0: never
 
 
 def set_streaming(size_t above):
-    """The C kernel stores the operator's output past the cache when a rank's two arrays
-    take more than ``above`` bytes per thread (see stencil.h); SIZE_MAX: never."""
+    """The C kernel stores the operator's output past the cache when the two arrays of the
+    node's ranks take more than ``above`` bytes together (see stencil.h); SIZE_MAX: never."""
     hpclab_stencil_set_streaming(above)
 
 
@@ -72,10 +72,10 @@ def streaming():
     return hpclab_stencil_streaming()
 
 
-def streamed(size_t points, int threads):
+def streamed(size_t points, int node_ranks=1):
     """Whether the C kernel on a rank of ``points`` doubles per array (halo and padding
-    included) and ``threads`` threads streams its stores."""
-    return bool(hpclab_stencil_streamed(points, threads))
+    included), one of ``node_ranks`` on its node, streams its stores."""
+    return bool(hpclab_stencil_streamed(points, node_ranks))
 
 
 class StencilError(RuntimeError):

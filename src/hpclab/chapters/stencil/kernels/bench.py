@@ -10,8 +10,9 @@ timed batches, in MLUP/s; the table prints the median over rounds [min-max] and 
 above 1 meaning ours is faster. Devito's result is first compared with numpy's on a small
 random grid: its generated code prints the weights with fewer digits than a double holds,
 so the check allows 1e-7 of the largest value. The C kernel writes its output past the cache
-(streaming stores: 16 bytes a point from memory instead of 24) where its two arrays exceed a
-core's share of the cache per thread (machine.streaming_threshold_bytes); the bench prints
+(streaming stores: 16 bytes a point from memory instead of 24) where its two arrays exceed
+the node's cores' shares of the cache together (machine.streaming_threshold_bytes); the bench
+prints
 which stores it made. Devito's generated code (4.8) asks for no streaming stores.
 
 Blocking pays when the unblocked loop cannot keep the 2r + 1 planes that a point reads along
@@ -153,7 +154,7 @@ def _ours(L, order, threads, blocks, applications, only_c=False):
         return L**3 / float(np.min(t[1])) / 1e6  # the compute phase: one rank, no halo
 
     parts = {"c": lambda: ours("c"), "c_blocked": lambda: ours("c", b3, b2)}
-    stores = {"c_stores": stencil.stores("c", 1, L, order, threads)}
+    stores = {"c_stores": stencil.stores("c", 1, L, order)}
     if only_c:
         protocol.emit({**in_random_order(comm, parts), **stores})
         return
@@ -166,14 +167,14 @@ def _ours(L, order, threads, blocks, applications, only_c=False):
     protocol.emit({**in_random_order(comm, parts), **stores})
 
 
-def stencil_threshold_words(threads):
-    """The streaming threshold of a rank of ``threads`` threads, in words."""
+def stencil_threshold_words():
+    """The streaming threshold of the bench's one rank, in words."""
     from hpclab.chapters.stencil import kernels as stencil
 
     above = stencil.streaming_threshold()
     if above >= stencil.NEVER:
         return "a threshold this machine or build does not give (never)"
-    return f"{above * threads / 2**20:.0f} MiB"
+    return f"{above / 2**20:.0f} MiB (the node's caches, counted as the kernel counts them)"
 
 
 def _compare(args, L, order, t, blocks, out, below, only_c=False):
@@ -197,7 +198,7 @@ def _compare(args, L, order, t, blocks, out, below, only_c=False):
     table(f"Laplacian order {order}, L = {L}, {t} thread(s), MLUP/s: median over rounds "
           "[min-max]", [[spread([o[k] for o in rounds]) for k in names]], names, fmt="{:.0f}")
     print(f"the C kernel's stores: {rounds[0].get('c_stores', 'plain')} (streaming: past the "
-          f"cache, where its two arrays pass {stencil_threshold_words(t)})")
+          f"cache, where its two arrays pass {stencil_threshold_words()})")
     size = f"L={L} order={order} threads={t}"
     out[f"c_blocked/c {size}"] = compare_rounds(rounds, "c_blocked", "c", "MLUP/s", False)
     if order >= BLOCKING_FROM_ORDER:

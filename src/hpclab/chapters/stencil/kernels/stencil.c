@@ -33,8 +33,8 @@
 
 int hpclab_stencil_fault = 0;
 
-/* a rank whose two arrays take more than this many bytes per thread writes the operator's
- * output past the cache (hpclab_simd.h); the largest size_t: never */
+/* where the two arrays of the node's ranks take more than this many bytes together, a rank
+ * writes the operator's output past the cache (hpclab_simd.h); the largest size_t: never */
 static size_t stream_above = (size_t)-1;
 
 void hpclab_stencil_set_streaming(size_t above)
@@ -47,10 +47,10 @@ size_t hpclab_stencil_streaming(void)
     return stream_above;
 }
 
-int hpclab_stencil_streamed(size_t points, int threads)
+int hpclab_stencil_streamed(size_t points, int node_ranks)
 {
-    return HPCLAB_VW > 0 && threads > 0 && 2 * points * sizeof(double) / (size_t)threads
-                                               > stream_above;
+    return points <= SIZE_MAX / (2 * sizeof(double))
+        && hpclab_streams_past(2 * points * sizeof(double), node_ranks, stream_above, HPCLAB_VW);
 }
 
 /* wave numbers of u along axes 1, 2, 3 (radians per unit length) */
@@ -533,7 +533,7 @@ int hpclab_stencil_setup(MPI_Comm comm, int op, int order, const int *dims, long
     P->s[0] = P->e[1] * P->s[1];
     weights_of(P, c);
     P->lead = hpclab_topo_lead(&P->t);
-    P->stream = hpclab_stencil_streamed(hpclab_topo_points(&P->t), threads);
+    P->stream = hpclab_stencil_streamed(hpclab_topo_points(&P->t), hpclab_node_ranks(P->t.cart));
     P->u = hpclab_alloc_doubles(hpclab_topo_points(&P->t), P->lead, 1);
     P->w = hpclab_alloc_doubles(hpclab_topo_points(&P->t), P->lead, 1);
     if (!P->u || !P->w || sines(P)) {

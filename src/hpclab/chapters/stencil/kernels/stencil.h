@@ -90,14 +90,16 @@ typedef struct {
                                   (hpclab_simd.h; never the wave's step, which reads w) */
 } hpclab_stencil_problem;
 
-/* Streaming stores: a rank whose two arrays take more than `above` bytes per thread stores
- * the operator's output past the cache (hpclab_simd.h), 16 bytes from memory per point
- * instead of 24 (u read, w written without first reading its line). Default: never. */
+/* Streaming stores: where the two arrays of every rank on the node take more than `above`
+ * bytes together (hpclab_streams_past), a rank stores the operator's output past the cache
+ * (hpclab_simd.h), 16 bytes from memory per point instead of 24 (u read, w written without
+ * first reading its line). Default: never. */
 void hpclab_stencil_set_streaming(size_t above);
 size_t hpclab_stencil_streaming(void);
-/* whether a rank of `points` doubles per array (halo and padding included) on `threads`
- * threads streams under the threshold in force (never without vector stores) */
-int hpclab_stencil_streamed(size_t points, int threads);
+/* whether a rank of `points` doubles per array (halo and padding included), one of
+ * `node_ranks` on its node, streams under the threshold in force (never without vector
+ * stores) */
+int hpclab_stencil_streamed(size_t points, int node_ranks);
 
 /* Decompose, allocate, fill u (halo included) and w = 0. Collective; 0, or 1 on every rank
  * with errmsg (and nothing to free). */
