@@ -171,8 +171,14 @@ def test_the_sweeps_stream_their_stores_beyond_the_nodes_share_of_the_cache():
         points = jk.field_bytes(128) // 24
         assert not jk._jacobi.streamed(points, 1) and jk._jacobi.streamed(points, 2)
         assert jk.stores_at(128, 1) == "plain" and jk.stores_at(128, 2) == "streaming"
+        # a node of two last-level caches: a rank alone reaches one (32 MiB of the 64)
+        jk._jacobi.set_streaming(64 << 20, 2)
+        assert jk._jacobi.streaming_caches() == 2 and jk._jacobi.streamed(points, 1)
+        words = jk.streaming_words(128, 64 << 20, 1, 2)
+        assert "one of its 2 last-level caches counted for 32 MiB" in words \
+            and "streaming stores" in words, words
     finally:
-        jk._jacobi.set_streaming(before)
+        jk._jacobi.set_streaming(before, jk.machine.last_level_caches())
     # the model's bytes per update in STREAM add's counting (add moves 32 for 24 counted):
     # plain stores move what add moves, streaming stores 24 of add's 32
     meta = {"machine": machine(480 << 20, 2)}

@@ -204,6 +204,11 @@ def test_the_streaming_threshold_is_the_machines_and_never_without_caches():
         240 << 20, machine.STREAMING_L2_CAP * 2 << 20)
     assert stencil.streaming_threshold({"logical_cpus": 2, "physical_cores": 2,
                                         "caches": []}) == stencil.NEVER
+    # last-level caches: the cores over those that share one
+    assert machine.last_level_caches(described) == 1
+    two = {**described, "logical_cpus": 16, "physical_cores": 8, "caches": [
+        {"level": 3, "type": "Unified", "size_bytes": 32 << 20, "shared_by_cpus": 8}]}
+    assert machine.last_level_caches(two) == 2
     # two arrays of 2^20 doubles are 16 MiB: under a threshold of 24 MiB one rank on the
     # node stores plainly, two (32 MiB together) stream
     before = stencil._stencil.streaming()
@@ -219,6 +224,12 @@ def test_the_streaming_threshold_is_the_machines_and_never_without_caches():
         assert stencil.stores("c", 1, n, 8, on_node=2) == (
             "streaming" if stencil._stencil.VECTOR_DOUBLES else "plain")
         assert stencil.stores("c", 1, n, 8, kind="propagator", on_node=2) == "plain"
+        # a node of two last-level caches: a rank alone reaches one, half the threshold
+        stencil._stencil.set_streaming(48 << 20, 2)
+        assert stencil._stencil.streaming_caches() == 2
+        assert stencil.stores("c", 1, n, 8) == (
+            "streaming" if stencil._stencil.VECTOR_DOUBLES else "plain")
+        stencil._stencil.set_streaming(before, machine.last_level_caches())
     finally:
         stencil._stencil.set_streaming(before)
 

@@ -127,6 +127,19 @@ def cache_bytes(level, described=None):
     return max(found) if found else None
 
 
+def last_level_caches(described=None):
+    """The last-level caches of this machine (or the ``described`` one): its cores over the
+    cores that share one (1 where it does not say)."""
+    topo = described if described else topology()
+    per_core = max(1, (topo["logical_cpus"] or 1) // (topo["physical_cores"] or 1))
+    found = _data_caches(described)
+    if not found:
+        return 1
+    last = max(found, key=lambda c: (c["level"], c["size_bytes"]))
+    sharing = max(1, (last["shared_by_cpus"] or 1) // per_core)
+    return max(1, (topo["physical_cores"] or 1) // sharing)
+
+
 def last_level_share_bytes(described=None):
     """One core's share of the last-level data (or unified) cache: its size over the cores
     that share it (SMT siblings count as one core), in bytes; None when the machine does not
@@ -146,7 +159,8 @@ def last_level_share_bytes(described=None):
 # cache: it would not stay there until it is read again, and a plain store first reads each
 # line it writes. Arrays that fit stay in the cache, where a store past it would send them to
 # memory. The node counts a share of the last level for each of its cores, busy or not (a
-# rank alone on a node has the last level to itself), at most STREAMING_L2_CAP times the
+# rank alone has a last-level cache to itself, and one only: on a node of several, a rank's
+# part is at most one cache's), at most STREAMING_L2_CAP times the
 # core's own L2: a virtual machine sees its host's whole last level (480 MiB over two cores
 # on one) but shares it with cores it does not see. Measured there (Jacobi, C with streaming
 # stores over plain ones, in the same runs): two ranks, 0.73 at 7.5 MiB of fields per rank,

@@ -112,9 +112,12 @@ def stores_words(L, stores, meta=None):
     )
 
     size = mib(field_bytes(L))
-    above = streaming_threshold((meta or {}).get("machine") or None)
-    counted = (f"the {mib(above)} MiB the sweeps count on the node's caches keeping (for "
-               "each core a share of the last level, at most "
+    described = (meta or {}).get("machine") or None
+    above = streaming_threshold(described)
+    if above < NEVER:  # a rank alone reaches one last-level cache
+        above //= machine.last_level_caches(described)
+    counted = (f"the {mib(above)} MiB the sweeps count on the cache of a rank alone on the "
+               "node keeping (for each core of its last-level cache a share of it, at most "
                f"{machine.STREAMING_L2_CAP} times its L2)")
     if stores == "streaming":
         why = (f"more than {counted}, so" if above < NEVER and field_bytes(L) > above

@@ -6,6 +6,7 @@
 #include "hpclab_common.h"
 
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,11 +85,13 @@ int hpclab_node_ranks(MPI_Comm comm)
     return n < 1 ? 1 : n;
 }
 
-int hpclab_streams_past(size_t bytes, int node_ranks, size_t above, int vector_doubles)
+int hpclab_streams_past(size_t bytes, int node_ranks, int caches, size_t above,
+                        int vector_doubles)
 {
-    const size_t ranks = node_ranks < 1 ? 1 : (size_t)node_ranks;
+    const int parts = node_ranks > caches ? node_ranks : caches;
 
-    return vector_doubles > 0 && bytes > above / ranks;
+    return vector_doubles > 0 && above != SIZE_MAX
+        && bytes > above / (size_t)(parts < 1 ? 1 : parts);
 }
 
 int hpclab_fail_together(MPI_Comm comm, int failed, char *errmsg, size_t errlen)

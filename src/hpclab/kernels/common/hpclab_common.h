@@ -45,11 +45,13 @@ int hpclab_fail_together(MPI_Comm comm, int failed, char *errmsg, size_t errlen)
  * Collective on comm. */
 int hpclab_node_ranks(MPI_Comm comm);
 
-/* Whether a rank whose arrays take `bytes` stores its output past the cache: when the
- * arrays of the node's `node_ranks` ranks (each taken as this one's) pass `above`, the
- * bytes the node's caches are counted on to keep (kernels.streaming_threshold); never
- * without vector stores (vector_doubles 0). */
-int hpclab_streams_past(size_t bytes, int node_ranks, size_t above, int vector_doubles);
+/* Whether a rank whose arrays take `bytes` stores its output past the cache: when they
+ * pass its part of `above`, the bytes the node's `caches` last-level caches are counted on
+ * to keep together (kernels.streaming_threshold), shared by the node's `node_ranks` ranks
+ * (a rank reaches one cache: with fewer ranks than caches, a cache's part); never where
+ * `above` is SIZE_MAX or without vector stores (vector_doubles 0). */
+int hpclab_streams_past(size_t bytes, int node_ranks, int caches, size_t above,
+                        int vector_doubles);
 
 /* The MPI library family and version of the headers this file was compiled
  * against ("MPICH 5.0.2", "Open MPI 5.0.3", ...), and the C compiler. */

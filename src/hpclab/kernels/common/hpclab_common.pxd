@@ -12,7 +12,8 @@ cdef extern from "hpclab_common.h" nogil:
     void hpclab_free_untouched(void *ptr, size_t nbytes)
     int hpclab_fail_together(MPI_Comm comm, int failed, char *errmsg, size_t errlen)
     int hpclab_node_ranks(MPI_Comm comm)
-    int hpclab_streams_past(size_t bytes, int node_ranks, size_t above, int vector_doubles)
+    int hpclab_streams_past(size_t bytes, int node_ranks, int caches, size_t above,
+                            int vector_doubles)
     const char *hpclab_mpi_build_library()
     const char *hpclab_compiler()
 

@@ -106,12 +106,17 @@ def mib(nbytes):
     return f"{x:.0f}" if x >= 10 else f"{x:.2g}"
 
 
-def streaming_words(L, above, ranks=1):
+def streaming_words(L, above, ranks=1, caches=1):
     """Whether a rank of L³ points, one of ``ranks`` on the node, streams its stores under
-    the threshold ``above`` (of the node's fields together), in words with the sizes."""
-    total = field_bytes(L) * ranks
-    size = (f"its fields, {mib(total)} MiB" if ranks == 1
-            else f"the fields of its {ranks} ranks, {mib(total)} MiB")
+    the threshold ``above`` (of the fields of the node's ranks together, kept by its
+    ``caches`` last-level caches: a rank reaches one), in words with the sizes."""
+    parts = max(ranks, caches, 1)
+    total = field_bytes(L) * parts
+    size = (f"its fields, {mib(total)} MiB" if parts == 1
+            else f"the fields of its {ranks} ranks, {mib(field_bytes(L) * ranks)} MiB"
+            if ranks >= caches
+            else f"its fields, {mib(field_bytes(L))} MiB, one of its {caches} last-level caches "
+                 f"counted for {mib(above // parts)} MiB, so as {parts} ranks, {mib(total)} MiB")
     if above >= NEVER:
         return "plain stores: this machine does not report its caches" \
             if _jacobi.VECTOR_DOUBLES else "plain stores: this build has no vector stores"
@@ -120,7 +125,7 @@ def streaming_words(L, above, ranks=1):
     return f"{size}, are within the {mib(above)} MiB threshold: plain stores"
 
 
-_jacobi.set_streaming(streaming_threshold())
+_jacobi.set_streaming(streaming_threshold(), machine.last_level_caches())
 
 IMPLEMENTATIONS = KERNEL.implementations
 GRID_DIMS = {"slab": (0, 1, 1), "pencil": (0, 0, 1), "cube": (0, 0, 0)}

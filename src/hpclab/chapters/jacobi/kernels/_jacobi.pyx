@@ -40,7 +40,8 @@ cdef extern from "jacobi.h" nogil:
     void hpclab_jacobi_set_cache(size_t budget)
     size_t hpclab_jacobi_cache()
     long hpclab_jacobi_block_rows(size_t budget, long ny, long nz)
-    void hpclab_jacobi_set_streaming(size_t above)
+    void hpclab_jacobi_set_streaming(size_t above, int caches)
+    int hpclab_jacobi_streaming_caches()
     size_t hpclab_jacobi_streaming()
     int hpclab_jacobi_streamed(size_t points, int node_ranks)
 
@@ -92,10 +93,16 @@ def cache():
     return hpclab_jacobi_cache()
 
 
-def set_streaming(size_t above):
+def set_streaming(size_t above, int caches=0):
     """Store the new values past the cache when the three fields of the node's ranks take
-    more than ``above`` bytes together (see jacobi.h); SIZE_MAX: never."""
-    hpclab_jacobi_set_streaming(above)
+    more than ``above`` bytes together (see jacobi.h), ``caches`` the node's last-level
+    caches (0: the count in force); SIZE_MAX: never."""
+    hpclab_jacobi_set_streaming(above, caches)
+
+
+def streaming_caches():
+    """The last-level caches the threshold in force counts (set_streaming)."""
+    return hpclab_jacobi_streaming_caches()
 
 
 def streaming():

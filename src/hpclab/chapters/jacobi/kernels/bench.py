@@ -157,7 +157,7 @@ def _sweep_mlups(comm, impl, local, sweeps, cache, streaming=None):
     dims = jacobi.process_grid("cube", comm.Get_size())
     budget, above = _jacobi.cache(), _jacobi.streaming()
     _jacobi.set_cache(cache)
-    _jacobi.set_streaming(above if streaming is None else streaming)
+    _jacobi.set_streaming(above if streaming is None else streaming, 0)
     try:
         t = jacobi.RUNNERS[impl](comm, "cube", *(n * d for n, d in zip(local, dims)),
                                  sweeps=sweeps, repetitions=5)
@@ -359,7 +359,7 @@ def _streaming_words(L, ranks):
     one node, and why."""
     from hpclab.chapters.jacobi.kernels import _jacobi, streaming_words
 
-    return streaming_words(L, _jacobi.streaming(), ranks)
+    return streaming_words(L, _jacobi.streaming(), ranks, _jacobi.streaming_caches())
 
 
 def _pages_words():

@@ -15,8 +15,8 @@
  *   (hpclab_jacobi_topo); at the global boundary the halo holds u = 0 and is never written. One lattice
  *   update reads u at seven points (six from cache when the planes fit) and f, and writes
  *   unew: 24 bytes from memory per update, 32 when a plain store first reads the line it
- *   writes (write-allocate); a rank whose fields pass hpclab_jacobi_set_streaming's
- *   threshold stores past the cache instead (hpclab_simd.h) and moves the 24. The fields ask for
+ *   writes (write-allocate); where the fields of the node's ranks pass
+ *   hpclab_jacobi_set_streaming's threshold a rank stores past the cache instead (hpclab_simd.h) and moves the 24. The fields ask for
  *   transparent huge pages (madvise, where the kernel allows it): on 4 KiB pages the sweep
  *   ran 9-30% slower in paired runs of one core (TLB misses). Devito's allocator does not ask
  *   for them: where the machine gives huge pages only when asked, the bench says so beside
@@ -138,9 +138,13 @@ double hpclab_jacobi_error(const hpclab_topo *t, const double *factors, const do
 static size_t cache_budget = 0;
 static size_t stream_above = SIZE_MAX;
 
-void hpclab_jacobi_set_streaming(size_t above)
+static int stream_caches = 1;
+
+void hpclab_jacobi_set_streaming(size_t above, int caches)
 {
     stream_above = above;
+    if (caches >= 1) /* else the count in force */
+        stream_caches = caches;
 }
 
 size_t hpclab_jacobi_streaming(void)
@@ -148,10 +152,16 @@ size_t hpclab_jacobi_streaming(void)
     return stream_above;
 }
 
+int hpclab_jacobi_streaming_caches(void)
+{
+    return stream_caches;
+}
+
 int hpclab_jacobi_streamed(size_t points, int node_ranks)
 {
     return points <= SIZE_MAX / (3 * sizeof(double))
-        && hpclab_streams_past(3 * points * sizeof(double), node_ranks, stream_above, HPCLAB_VW);
+        && hpclab_streams_past(3 * points * sizeof(double), node_ranks, stream_caches,
+                               stream_above, HPCLAB_VW);
 }
 
 void hpclab_jacobi_set_cache(size_t budget)

@@ -104,11 +104,14 @@ long hpclab_jacobi_block_rows(size_t budget, long ny, long nz);
  * on the node together take more than `above` bytes (hpclab_streams_past), a rank writes its
  * new values past the cache (hpclab_simd.h), 24 bytes from memory per update instead of 32
  * (no line read before it is written); fields that fit stay in the cache for the next sweep.
- * SIZE_MAX (the default): never. The streams pass (hpclab_jacobi_streams) follows the same
- * rule on its arrays. Set once per process (the Python package sets it at import, from the
- * caches: kernels.streaming_threshold).
+ * SIZE_MAX (the default): never. `caches`: the node's last-level caches (a rank reaches one;
+ * 0 keeps the count in force, 1 at first).
+ * The streams pass (hpclab_jacobi_streams) follows the same rule on its arrays. Set once per
+ * process (the Python package sets it at import, from the caches:
+ * kernels.streaming_threshold).
  */
-void hpclab_jacobi_set_streaming(size_t above);
+void hpclab_jacobi_set_streaming(size_t above, int caches);
+int hpclab_jacobi_streaming_caches(void);
 size_t hpclab_jacobi_streaming(void);
 
 /* 1 when a rank whose fields hold `points` points each, one of `node_ranks` on its node,

@@ -17,6 +17,7 @@ the contiguous one.
 """
 import numpy as np
 
+from hpclab import machine
 from hpclab.chapters.stencil.declaration import KERNEL, OPERATORS
 from hpclab.kernels import (
     NEVER,
@@ -47,7 +48,7 @@ def streaming_threshold(described=None):
     return kernels_streaming_threshold(_stencil.VECTOR_DOUBLES, described)
 
 
-_stencil.set_streaming(streaming_threshold())
+_stencil.set_streaming(streaming_threshold(), machine.last_level_caches())
 
 
 def stores(impl, nprocs, n, order, kind="derivative", on_node=None):

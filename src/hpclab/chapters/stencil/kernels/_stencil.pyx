@@ -42,7 +42,8 @@ cdef extern from "stencil.h" nogil:
                               char *msg, size_t msglen)
     void hpclab_stencil_free(hpclab_stencil_problem *P)
     int hpclab_stencil_fault
-    void hpclab_stencil_set_streaming(size_t above)
+    void hpclab_stencil_set_streaming(size_t above, int caches)
+    int hpclab_stencil_streaming_caches()
     size_t hpclab_stencil_streaming()
     int hpclab_stencil_streamed(size_t points, int node_ranks)
     enum:
@@ -61,10 +62,16 @@ OPERATORS = ("d2x1", "d2x2", "d2x3", "laplacian")
 VECTOR_DOUBLES = HPCLAB_VW  # doubles per streamed group in this build (0: never streams)
 
 
-def set_streaming(size_t above):
+def set_streaming(size_t above, int caches=0):
     """The C kernel stores the operator's output past the cache when the two arrays of the
-    node's ranks take more than ``above`` bytes together (see stencil.h); SIZE_MAX: never."""
-    hpclab_stencil_set_streaming(above)
+    node's ranks take more than ``above`` bytes together (see stencil.h), ``caches`` the
+    node's last-level caches (0: the count in force); SIZE_MAX: never."""
+    hpclab_stencil_set_streaming(above, caches)
+
+
+def streaming_caches():
+    """The last-level caches the threshold in force counts (set_streaming)."""
+    return hpclab_stencil_streaming_caches()
 
 
 def streaming():

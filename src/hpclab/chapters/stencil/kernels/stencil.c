@@ -16,7 +16,7 @@
  *   lanes. One output point reads 2r + 1 points of u along an axis (6r + 1 for the
  *   Laplacian) and writes one: from memory at least u once and w once when the planes it
  *   reads stay in cache, which blocking is for: 24 bytes where a store first reads the line
- *   it writes (write-allocate), 16 where a rank's arrays pass the streaming threshold
+ *   it writes (write-allocate), 16 where the node's arrays pass the streaming threshold
  *   (hpclab_stencil_set_streaming) and w goes past the cache in vector groups
  *   (hpclab_simd.h). The wave's step reads w, so it never streams.
  */
@@ -37,9 +37,18 @@ int hpclab_stencil_fault = 0;
  * writes the operator's output past the cache (hpclab_simd.h); the largest size_t: never */
 static size_t stream_above = (size_t)-1;
 
-void hpclab_stencil_set_streaming(size_t above)
+static int stream_caches = 1;
+
+void hpclab_stencil_set_streaming(size_t above, int caches)
 {
     stream_above = above;
+    if (caches >= 1) /* else the count in force */
+        stream_caches = caches;
+}
+
+int hpclab_stencil_streaming_caches(void)
+{
+    return stream_caches;
 }
 
 size_t hpclab_stencil_streaming(void)
@@ -50,7 +59,8 @@ size_t hpclab_stencil_streaming(void)
 int hpclab_stencil_streamed(size_t points, int node_ranks)
 {
     return points <= SIZE_MAX / (2 * sizeof(double))
-        && hpclab_streams_past(2 * points * sizeof(double), node_ranks, stream_above, HPCLAB_VW);
+        && hpclab_streams_past(2 * points * sizeof(double), node_ranks, stream_caches,
+                               stream_above, HPCLAB_VW);
 }
 
 /* wave numbers of u along axes 1, 2, 3 (radians per unit length) */

@@ -93,8 +93,10 @@ typedef struct {
 /* Streaming stores: where the two arrays of every rank on the node take more than `above`
  * bytes together (hpclab_streams_past), a rank stores the operator's output past the cache
  * (hpclab_simd.h), 16 bytes from memory per point instead of 24 (u read, w written without
- * first reading its line). Default: never. */
-void hpclab_stencil_set_streaming(size_t above);
+ * first reading its line). Default: never. `caches`: the node's last-level caches (a rank
+ * reaches one; 0 keeps the count in force, 1 at first). */
+void hpclab_stencil_set_streaming(size_t above, int caches);
+int hpclab_stencil_streaming_caches(void);
 size_t hpclab_stencil_streaming(void);
 /* whether a rank of `points` doubles per array (halo and padding included), one of
  * `node_ranks` on its node, streams under the threshold in force (never without vector
