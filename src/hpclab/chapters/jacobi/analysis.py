@@ -116,9 +116,9 @@ def stores_words(L, stores, meta=None):
     above = streaming_threshold(described)
     if above < NEVER:  # a rank alone reaches one last-level cache
         above //= machine.last_level_caches(described)
-    counted = (f"the {mib(above)} MiB the sweeps count on the cache of a rank alone on the "
-               "node keeping (for each core of its last-level cache a share of it, at most "
-               f"{machine.STREAMING_L2_CAP} times its L2)")
+    counted = (f"the {mib(above)} MiB the sweeps count on the caches keeping for a rank "
+               "alone on the node (for each core of its last-level cache a share of it, at "
+               f"most {machine.STREAMING_L2_CAP} times its L2)")
     if stores == "streaming":
         why = (f"more than {counted}, so" if above < NEVER and field_bytes(L) > above
                else "and in this run")
