@@ -323,6 +323,37 @@ def _students_own_error(x):
     raise ZeroDivisionError(f"the student divided by {y - 2}")  # the line a student must see
 
 
+def _children(pid):
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
+def _cmdline(pid):
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return f.read().split(b"\0")
+
+
+def test_the_controllers_heart_monitor_is_spawned_not_forked_from_its_threads(engines):
+    """The controller's schedulers are threads; its heart monitor, forked after them, could
+    inherit a lock one held and never ping (a CI run's engines heard nothing for 50 s and
+    stopped). A spawned monitor runs a fresh Python: no child of the controller is a copy of
+    it."""
+    controller = engines.cluster.controller.pid
+    own = _cmdline(controller)
+    assert b"hpclab.ipcontroller" in own
+    lines = [_cmdline(p) for p in _children(controller)]
+    assert any(b"--multiprocessing-fork" in line for line in lines), lines
+    assert own not in lines, "a child of the controller is a fork of it"
+
+
 def test_a_remote_error_shows_the_line_of_code_that_raised(engines):
     with pytest.raises(ZeroDivisionError) as info:
         engines.run(_students_own_error, 1, what="the exercise")

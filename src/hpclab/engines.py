@@ -55,6 +55,8 @@ HEARTBEAT = ["--HeartMonitor.period=500", "--HeartMonitor.max_heartmonitor_misse
 # with threads. The schedulers pass messages between the notebook and the engines; no timing
 # goes through them (the kernels time themselves, in MPI)
 THREADED = ["--IPController.use_threads=True"]
+# ... and its heart monitor started by spawn, not forked from those threads (see ipcontroller)
+CONTROLLER = [sys.executable, "-m", "hpclab.ipcontroller"]
 
 
 T = TypeVar("T")
@@ -325,6 +327,7 @@ class Engines:
             cluster.config.MPIEngineSetLauncher.mpi_args = extra_args + allow_overload(
                 self.mpi_args, self.n)
             cluster.config.MPIEngineSetLauncher.engine_args = self._patience()
+        cluster.config.LocalControllerLauncher.controller_cmd = CONTROLLER
         self.cluster = cluster
         try:
             cluster.start_controller_sync()
