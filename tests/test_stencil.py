@@ -99,6 +99,18 @@ def test_the_passes_check_themselves_on_rows_longer_than_their_buffer(order, blo
     assert np.all(np.isfinite(t)) and t[3, 0] < 1e-3
 
 
+@pytest.mark.parametrize("impl", ["c", "cython"])
+@pytest.mark.parametrize("blocks", [(8, 3), (1, 11), (20, 20)])
+def test_blocks_shared_out_by_bands_or_by_shares_check_themselves(impl, blocks):
+    """Three, sixteen and one band of planes on four threads: bands dealt out in turn where
+    they are at least as many as the threads, else contiguous shares of the blocks; the
+    kernel checks every point of w after each repetition (a block left out fails it)."""
+    t = stencil.RUNNERS[impl](SELF, operator="laplacian", order=8, n1=19, n2=11, n3=16,
+                              block3=blocks[0], block2=blocks[1], threads=4, applications=1,
+                              repetitions=2)
+    assert np.all(np.isfinite(t)) and np.all(t[3] < 1e-3)
+
+
 def test_the_blocking_size_exceeds_the_cache_within_half_the_memory(monkeypatch):
     from hpclab import machine
     from hpclab.chapters.stencil.kernels import bench

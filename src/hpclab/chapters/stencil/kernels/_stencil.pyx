@@ -196,20 +196,23 @@ cdef void _rows(hpclab_stencil_problem *P, long i3, long i2a, long i2b) noexcept
 
 cdef void _compute(hpclab_stencil_problem *P, long b3, long b2) noexcept nogil:
     # the C kernel's schedules (stencil.c, compute): unblocked, each thread a contiguous share
-    # of the rows; blocked, bands of b3 planes dealt out in turn, walked in blocks of b2 rows
-    cdef long n3 = P.l[0], n2 = P.l[1], m3, m2, k, k3, k2, i3, e3, e2
+    # of the rows; blocked, bands of b3 planes walked in blocks of b2 rows, dealt out in turn
+    # (chunks of a band) while there are as many bands as threads, else contiguous shares
+    cdef long n3 = P.l[0], n2 = P.l[1], m3, m2, k, k3, k2, i3, e3, e2, chunk
     if b3 <= 0 or b2 <= 0:
         for k in prange(n3 * n2, schedule="static", num_threads=P.threads):
             _rows(P, k // n2, k % n2, k % n2 + 1)
         return
     m3 = (n3 + b3 - 1) // b3
     m2 = (n2 + b2 - 1) // b2
-    for k3 in prange(m3, schedule="static", chunksize=1, num_threads=P.threads):
+    chunk = min(m2, (m3 * m2 + P.threads - 1) // P.threads)
+    for k in prange(m3 * m2, schedule="static", chunksize=chunk, num_threads=P.threads):
+        k3 = k // m2
+        k2 = k % m2
         e3 = min((k3 + 1) * b3, n3)
-        for k2 in range(m2):
-            e2 = min((k2 + 1) * b2, n2)
-            for i3 in range(k3 * b3, e3):
-                _rows(P, i3, k2 * b2, e2)
+        e2 = min((k2 + 1) * b2, n2)
+        for i3 in range(k3 * b3, e3):
+            _rows(P, i3, k2 * b2, e2)
 
 
 def run_cython(MPI.Comm comm not None, int op, int order, dims, long n3, long n2, long n1,

@@ -57,7 +57,7 @@ def add_arguments(p):
                    help="skip the blocking comparison at planes beyond the last-level cache")
 
 
-# blocked / unblocked at least this where the planes exceed the last-level cache (order >= 8)
+# blocked / unblocked at least this where the planes exceed a core's L2 cache (order >= 8)
 BLOCKING_TARGET = 1.5
 BLOCKING_FROM_ORDER = 8
 
@@ -211,14 +211,18 @@ def _compare(args, L, order, t, blocks, out, below, only_c=False):
     if order >= BLOCKING_FROM_ORDER:
         from hpclab import machine
 
-        l2 = machine.cache_bytes(2) or machine.UNKNOWN_CACHE_BYTES
-        llc = machine.last_level_cache_bytes() or machine.UNKNOWN_CACHE_BYTES
+        l2, llc = machine.cache_bytes(2), machine.last_level_cache_bytes()
+        assumed = "" if l2 and llc else (
+            f" (this machine does not say its caches: {machine.UNKNOWN_CACHE_BYTES >> 20} MiB "
+            "assumed for each it does not)")
+        l2 = l2 or machine.UNKNOWN_CACHE_BYTES
+        llc = llc or machine.UNKNOWN_CACHE_BYTES
         planes = planes_bytes(L, order)
         beyond = planes > l2
         ratio = out[f"c_blocked/c {size}"]["ratio"]
         print(f"blocked / unblocked = {ratio:.3f}; the {order + 1} planes of axis 3 take "
               f"{planes / 2**20:.1f} MiB, {planes / l2:.2g} times a core's L2 cache and "
-              f"{planes / llc:.2g} times the last-level cache"
+              f"{planes / llc:.2g} times the last-level cache{assumed}"
               + (f" (target >= {BLOCKING_TARGET}: beyond the L2)" if beyond
                  else " (within the L2: no target)"))
         if beyond and ratio < BLOCKING_TARGET:
@@ -228,9 +232,10 @@ def _compare(args, L, order, t, blocks, out, below, only_c=False):
         out[f"c_blocked/c_dealt {size}"] = compare_rounds(rounds, "c_blocked", "c_dealt",
                                                           "MLUP/s", False)
         print(f"unblocked with its planes dealt out / unblocked = "
-              f"{out[f'c_dealt/c {size}']['ratio']:.3f} (threads sharing the planes they read); "
-              f"blocked / unblocked with its planes dealt out = "
-              f"{out[f'c_blocked/c_dealt {size}']['ratio']:.3f}")
+              f"{out[f'c_dealt/c {size}']['ratio']:.3f} (threads sharing the planes they read "
+              f"in the cache); blocked / unblocked with its planes dealt out = "
+              f"{out[f'c_blocked/c_dealt {size}']['ratio']:.3f} (blocking's gain over a loop "
+              "whose threads already share planes; no target)")
     if "cython" in names:
         out[f"c/cython {size}"] = compare_rounds(rounds, "c", "cython", "MLUP/s", False)
     if "devito" in names:

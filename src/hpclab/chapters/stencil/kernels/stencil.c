@@ -352,13 +352,15 @@ static apply_fn apply_for(int r)
 
 /* One application's loops on P->threads threads. Unblocked, report 003's baseline (hpcscan's
  * "omp parallel for collapse(2)" over planes and rows): each thread a contiguous share of the
- * rows. Blocked: the planes in bands of b3, dealt out to the threads in turn, each band walked
- * in blocks of b2 rows; bands of one plane and every row (b3 = 1, b2 = n2) are the unblocked
- * loop with its planes dealt out, whose threads sweep neighbouring planes and share the
- * 2r + 1 planes they read in the cache (as Devito's schedule does): a gain of its own over
- * the baseline on several threads (two, order 8, L = 256: 822-901 against 615-618 MLUP/s),
- * which the bench prints beside blocking's. Bands dealt out and contiguous ran level in
- * blocks of 8 x 4, 16 x 2 and 16 x 4 (L = 256 and 384, two threads). */
+ * rows. Blocked: the planes in bands of b3, each walked in blocks of b2 rows, the bands dealt
+ * out to the threads in turn while there are at least as many bands as threads, else each
+ * thread a contiguous share of the blocks (so that none idles: 16 bands on 32 threads).
+ * Bands of one plane and every row (b3 = 1, b2 = n2) are the unblocked loop with its planes
+ * dealt out, whose threads sweep neighbouring planes and share the 2r + 1 planes they read in
+ * the cache (as Devito's schedule does): a gain of its own over the baseline on several
+ * threads (two, order 8, L = 256: 822-901 against 615-618 MLUP/s), which the bench prints
+ * beside blocking's. Bands dealt out and contiguous shares of the blocks ran level in blocks
+ * of 8 x 4, 16 x 2 and 16 x 4 (L = 256 and 384, two threads). */
 static void compute(apply_fn f, const problem *P, long b3, long b2)
 {
     const long n3 = P->l[0], n2 = P->l[1];
@@ -379,19 +381,19 @@ static void compute(apply_fn f, const problem *P, long b3, long b2)
     }
     {
         const long m3 = (n3 + b3 - 1) / b3, m2 = (n2 + b2 - 1) / b2;
+        const long share = (m3 * m2 + P->threads - 1) / P->threads;
+        const long chunk = share < m2 ? share : m2; /* a band, or a thread's share */
 
 #pragma omp parallel num_threads(P->threads)
         {
-#pragma omp for schedule(static, 1) nowait
-            for (long k3 = 0; k3 < m3; k3++) {
-                const long e3 = (k3 + 1) * b3 < n3 ? (k3 + 1) * b3 : n3;
-
+#pragma omp for collapse(2) schedule(static, chunk) nowait
+            for (long k3 = 0; k3 < m3; k3++)
                 for (long k2 = 0; k2 < m2; k2++) {
+                    const long e3 = (k3 + 1) * b3 < n3 ? (k3 + 1) * b3 : n3;
                     const long e2 = (k2 + 1) * b2 < n2 ? (k2 + 1) * b2 : n2;
 
                     f(P, u, w, k3 * b3, e3, k2 * b2, e2);
                 }
-            }
             if (P->stream)
                 hpclab_vfence();
         }
