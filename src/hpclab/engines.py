@@ -55,7 +55,7 @@ HEARTBEAT = ["--HeartMonitor.period=500", "--HeartMonitor.max_heartmonitor_misse
 # with threads. The schedulers pass messages between the notebook and the engines; no timing
 # goes through them (the kernels time themselves, in MPI)
 THREADED = ["--IPController.use_threads=True"]
-# ... and its heart monitor started by spawn, not forked from those threads (see ipcontroller)
+# ... and its heart monitor forked before those threads start, not after (see ipcontroller)
 CONTROLLER = [sys.executable, "-m", "hpclab.ipcontroller"]
 
 
@@ -384,7 +384,9 @@ class Engines:
         self.cluster.start_engines_sync(self.n)
         self._remember_pids()
         if self.client is None:
-            self.client = self.cluster.connect_client_sync()
+            # the controller answers the client once its loop runs: ipyparallel waits 10 s,
+            # which a CI run's loaded machine once passed ("Hub connection request timed out")
+            self.client = self.cluster.connect_client_sync(timeout=self.start_timeout)
         try:
             if old:
                 self._wait_for_new(old)
