@@ -325,16 +325,7 @@ def _students_own_error(x):
 
 
 def _children(pid):
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        out.append(int(d))
-            except (OSError, ValueError, IndexError):
-                pass
-    return out
+    return [int(d) for d in os.listdir("/proc") if d.isdigit() and leftovers.parent(int(d)) == pid]
 
 
 def _cmdline(pid):
